@@ -1,0 +1,79 @@
+"""One registry for every pluggable role, found by kind and name.
+
+Built-ins register through the same path as third-party code: a module decorates its classes or
+functions with `register`, and `get` imports the modules that hold a kind's built-ins
+(`BUILTINS`) and every module named in the ``hippocamp.plugins`` entry-point group before it looks
+a name up. No ``if name == ...`` factories anywhere.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from importlib.metadata import entry_points
+from typing import Any, TypeVar
+
+__all__ = ["BUILTINS", "ENTRY_POINT_GROUP", "UnknownPluginError", "get", "items", "names", "register"]
+
+ENTRY_POINT_GROUP = "hippocamp.plugins"
+#: Modules holding the built-ins of each kind; imported on first use of the kind.
+BUILTINS: dict[str, tuple[str, ...]] = {
+    "rule": ("hippocamp.validate.rules",),
+}
+
+T = TypeVar("T")
+_registry: dict[str, dict[str, Any]] = {}
+_loaded_kinds: set[str] = set()
+_plugins_loaded = False
+
+
+class UnknownPluginError(KeyError):
+    def __init__(self, kind: str, name: str, known: list[str]):
+        self.kind, self.name, self.known = kind, name, known
+        super().__init__(f"no {kind} named {name!r}; known: {', '.join(known) or '(none)'}")
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def register(kind: str, name: str | None = None) -> Callable[[T], T]:
+    """Decorator: ``@register("rule", "locators")``. A later registration of the same name replaces it."""
+
+    def deco(obj: T) -> T:
+        key = name or getattr(obj, "name", None) or getattr(obj, "__name__", None)
+        if not key:
+            raise ValueError(f"cannot register {obj!r} under kind {kind!r} without a name")
+        _registry.setdefault(kind, {})[str(key)] = obj
+        return obj
+
+    return deco
+
+
+def _load(kind: str) -> None:
+    global _plugins_loaded
+    if kind not in _loaded_kinds:
+        _loaded_kinds.add(kind)
+        for module in BUILTINS.get(kind, ()):
+            importlib.import_module(module)
+    if not _plugins_loaded:
+        _plugins_loaded = True
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            ep.load()
+
+
+def get(kind: str, name: str) -> Any:
+    _load(kind)
+    try:
+        return _registry[kind][name]
+    except KeyError:
+        raise UnknownPluginError(kind, name, names(kind)) from None
+
+
+def names(kind: str) -> list[str]:
+    _load(kind)
+    return list(_registry.get(kind, {}))
+
+
+def items(kind: str) -> list[tuple[str, Any]]:
+    _load(kind)
+    return list(_registry.get(kind, {}).items())
