@@ -201,9 +201,10 @@ def test_cli_prints_tables(files: tuple[Path, Path]) -> None:
         assert text in result.stdout
 
 
-def test_cli_json(files: tuple[Path, Path]) -> None:
-    result = _run(*map(str, files), "--json")
+def test_cli_json(files: tuple[Path, Path], tmp_path: Path) -> None:
+    result = _run(*map(str, files), "--json", "--out", str(tmp_path / "out"))
     assert result.exit_code == 0, result.output
+    assert "stats.json" in result.stderr  # what was written is listed apart from the JSON
     data = json.loads(result.stdout)
     assert data["version"] == "1"
     assert data["by_profile"] == {"Ann": 3, "Ben": 2}

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import NoReturn
 
 import click
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from hippocamp.cli._common import fail
 from hippocamp.dataset.profile import Profile, ProfileError, load_profile
 from hippocamp.dataset.stats import AXES, BENCHMARK, Axis, DatasetStats, compute_stats, merged_bins
 from hippocamp.schema.io import RecordsFileError
@@ -55,13 +55,13 @@ def stats(
     try:
         profiles = [load_profile(path, root=root, variant=variant) for path in inputs]
     except (ProfileError, RecordsFileError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
     for profile in profiles:
         _report_problems(profile)
     try:
         result = compute_stats([(p.name, p.records, p.times_of) for p in profiles])
     except ValueError as exc:
-        _fail(f"{', '.join(map(str, inputs))}: {exc}")
+        fail(f"{', '.join(map(str, inputs))}: {exc}")
     if as_json:
         click.echo(result.model_dump_json(indent=2, exclude={"rows"}))
     else:
@@ -69,12 +69,6 @@ def stats(
     if out_dir is not None:
         written = _write(result, out_dir)
         click.echo("wrote:\n" + "\n".join(f"  {path}" for path in written), err=as_json)
-
-
-def _fail(message: str) -> NoReturn:
-    """Print a one-line error on stderr and exit with status 2 (bad input)."""
-    click.echo(f"error: {message}", err=True)
-    raise click.exceptions.Exit(2)
 
 
 def _report_problems(profile: Profile) -> None:
@@ -136,14 +130,14 @@ def _groups(result: DatasetStats) -> list[str]:
 
 def _axis_table(result: DatasetStats, axis: Axis) -> Table:
     """One row per profile and the benchmark: questions per value, the long tail merged as in the figures."""
-    table = Table(title=f"{axis.title}: {axis.label.lower()} (value: questions)", title_justify="left")
+    table = Table(title=f"{axis.title}: {axis.label.lower()} (value:questions)", title_justify="left")
     table.add_column("Profile")
     table.add_column("Questions", justify="right")
     table.add_column("Distribution")
     for name in _groups(result):
         group = result.groups[name]
         bins = merged_bins(getattr(group, axis.key), axis.tail_quantile)
-        table.add_row(escape(name), str(group.questions), "  ".join(f"{label}: {n}" for label, n in bins))
+        table.add_row(escape(name), str(group.questions), "  ".join(f"{label}:{n}" for label, n in bins))
     return table
 
 
@@ -151,7 +145,8 @@ def _difficulty_table(result: DatasetStats) -> Table:
     """Mean, median and share of hard questions per profile and overall, with the mean per task family."""
     tasks = list(result.by_task)
     table = Table(title="Difficulty (0-100)", title_justify="left")
-    for header in ("Profile", "Questions", "Mean", "Median", ">=70", *(f"Mean {t}" for t in tasks)):
+    by_task_headers = [f"Mean {t.replace('_', ' ')}" for t in tasks]
+    for header in ("Profile", "Questions", "Mean", "Median", ">=70", *by_task_headers):
         table.add_column(escape(header), justify="left" if header == "Profile" else "right")
     for name in _groups(result):
         summary = result.groups[name].difficulty

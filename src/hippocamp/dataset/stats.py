@@ -31,6 +31,7 @@ __all__ = [
     "Axis",
     "DatasetStats",
     "DifficultySummary",
+    "Group",
     "GroupStats",
     "QuestionRow",
     "compute_stats",

@@ -78,7 +78,10 @@ def _save(plt: Any, fig: Figure, path: Path) -> Path:
 
 
 def _style(ax: Axes, title: str, xlabel: str) -> None:
+    from matplotlib.ticker import MaxNLocator
+
     ax.set_title(title, fontsize=12, fontweight="bold")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel(xlabel)
     ax.set_ylabel("Question count")
     ax.grid(axis="y", linestyle="--", alpha=0.3)
@@ -115,6 +118,7 @@ def _difficulty(ax: Axes, group: str, color: str, *, stats: DatasetStats) -> Non
         ax.text(0.97, 0.97, note, transform=ax.transAxes, ha="right", va="top", fontsize=9,
                 bbox={"boxstyle": "round,pad=0.3", "facecolor": "white", "edgecolor": "#64748B"})
     ax.set_xlim(0, 100)
+    ax.set_ylim(0, max(1, *summary.histogram) * 1.3)  # headroom for the legend and the note
     ax.set_xticks(range(0, 101, 10))
     ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
     _style(ax, group, "Difficulty score (0-100)")

@@ -34,6 +34,12 @@ class Shaped(BaseModel):
     _raw: Any = PrivateAttr(default=_MISSING)
     _snapshot: dict[str, Any] | None = PrivateAttr(default=None)
 
+    def __init__(self, /, **data: Any) -> None:
+        # Built in code, not read from a file: there is no raw JSON to write back.
+        super().__init__(**data)
+        self._raw = _MISSING
+        self._snapshot = None
+
     @model_validator(mode="wrap")
     @classmethod
     def _remember_raw(cls, data: Any, handler: Any) -> Any:

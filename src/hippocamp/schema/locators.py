@@ -344,14 +344,14 @@ def cell_bounds(ref: str) -> tuple[int, int, int, int]:
     cells = [_CELL_RE.match(p) for p in parts]
     if all(cells):
         (c0, r0), (c1, r1) = ((_col_number(m.group(1)), int(m.group(2))) for m in (cells[0], cells[-1]))  # type: ignore[union-attr]
+        if min(r0, r1) < 1:
+            raise ValueError(f"rows are 1-based in {ref!r}")
     elif len(parts) == 2 and all(_COLS_RE.match(p) for p in parts):
         c0, c1, r0, r1 = _col_number(parts[0].strip("$")), _col_number(parts[1].strip("$")), 0, 0
     elif len(parts) == 2 and all(_ROWS_RE.match(p) for p in parts):
         r0, r1, c0, c1 = int(parts[0].strip("$")), int(parts[1].strip("$")), 0, 0
     else:
         raise ValueError(f"not an A1 cell reference: {ref!r}")
-    if r0 < 0 or r1 < 0 or (r0 and r0 < 1):
-        raise ValueError(f"rows are 1-based in {ref!r}")
     return min(c0, c1), min(r0, r1), max(c0, c1), max(r0, r1)
 
 

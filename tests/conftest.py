@@ -1,0 +1,191 @@
+"""Shared fixtures: a tiny real profile (3-page PDF, short WAV, workbook, notes) built in tmp_path."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import struct
+import wave
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _isolate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No test sees the developer's home, cache or plotting config."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    monkeypatch.setenv("MPLCONFIGDIR", str(tmp_path / "mpl"))
+
+
+def make_pdf(path: Path, pages: list[str], labels: list[tuple[int, int, str, int]] | None = None) -> Path:
+    """A real PDF with one line of text per page; ``labels``: (first, last, style, start) page-label ranges."""
+    import io
+
+    from pypdf import PdfReader, PdfWriter
+    from reportlab.pdfgen import canvas
+
+    buf = io.BytesIO()
+    c = canvas.Canvas(buf, pagesize=(595, 842), invariant=1)
+    for text in pages:
+        c.drawString(72, 770, text)
+        c.showPage()
+    c.save()
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(buf.getvalue())))
+    for first, last, style, start in labels or []:
+        writer.set_page_label(first, last, style, start=start)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as fh:
+        writer.write(fh)
+    return path
+
+
+def make_wav(path: Path, seconds: float, rate: int = 8000) -> Path:
+    """A real mono 16-bit WAV: a 440 Hz tone of the given length."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    frames = int(seconds * rate)
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(b"".join(struct.pack("<h", int(8000 * math.sin(2 * math.pi * 440 * i / rate))) for i in range(frames)))
+    return path
+
+
+def cap(reasoning: list[str], perception: list[str] | None = None) -> str:
+    return json.dumps({"search": ["semantic"], "evidence_perception": perception or ["document_understanding"],
+                       "reasoning": reasoning})  # fmt: skip
+
+
+GOOD_RECORDS: list[dict[str, Any]] = [
+    {
+        "id": "q1",
+        "question": "What is the deposit in the contract?",
+        "answer": "EUR 2,900, paid to Oskar Lindqvist.",
+        "QA_type": "factual_retention",
+        "profiling_type": "",
+        "file_path": ["Docs/contract.pdf"],
+        "file_number": 1,
+        "file_modality": ["document"],
+        "file_type": ["pdf"],
+        "agent_cap": cap(["basic"]),
+        "evidence": [
+            {
+                "evidence_id": 1,
+                "file_path": "Docs/contract.pdf",
+                "modality_type": "document",
+                "evidence_text": "Deposit: EUR 2,900 to the landlord Oskar Lindqvist",
+                "evidence_locator": [{"unit": "page", "position": {"system_page": 3, "printed_page": "2"}}],
+            }
+        ],
+        "rationale": [
+            {"rationale_text": "Find the contract.", "evidence_id": []},
+            {"rationale_text": "Read the deposit.", "evidence_id": [1]},
+        ],
+    },
+    {
+        "id": "q2",
+        "question": "When is the dentist appointment mentioned in my memo?",
+        "answer": "On 15 October 2024 at 9:00.",
+        "QA_type": "factual_retention",
+        "profiling_type": "",
+        "file_path": ["Audio/memo.wav", "Notes/todo.md"],
+        "file_number": 2,
+        "file_modality": ["audio", "text"],
+        "file_type": ["wav", "md"],
+        "agent_cap": cap(["verification"], ["audio_understanding"]),
+        "evidence": [
+            {
+                "evidence_id": 1,
+                "file_path": "Audio/memo.wav",
+                "modality_type": "audio",
+                "evidence_text": "dentist on 15 October 2024 at 9:00",
+                "evidence_locator": [{"unit": "timestamp", "position": {"start": "00:00:00.5", "end": "00:01.5"}}],
+            },
+            {
+                "evidence_id": 2,
+                "file_path": "Notes/todo.md",
+                "modality_type": "text",
+                "evidence_text": "- dentist 15 October 2024, 9:00",
+                "evidence_locator": [{"unit": "line", "position": 2}],
+            },
+        ],
+        "rationale": [
+            {"rationale_text": "Check memos and notes.", "evidence_id": []},
+            {"rationale_text": "The memo names the date.", "evidence_id": [1]},
+            {"rationale_text": "The note confirms it.", "evidence_id": [2]},
+        ],
+    },
+    {
+        "id": "q3",
+        "question": "What did groceries cost in October?",
+        "answer": "310.25",
+        "QA_type": "profiling",
+        "profiling_type": "spending",
+        "file_path": ["Finance/budget.xlsx"],
+        "file_number": 1,
+        "file_modality": ["document"],
+        "file_type": ["xlsx"],
+        "agent_cap": cap(["summarization"]),
+        "evidence": [
+            {
+                "evidence_id": "e1",
+                "file_path": "Finance/budget.xlsx",
+                "modality_type": "document",
+                "evidence_text": "Groceries 310.25",
+                "evidence_locator": [{"unit": "cells", "position": "October!A2:B2"}],
+            }
+        ],
+        "rationale": [
+            {"rationale_text": "Open the budget.", "evidence_id": []},
+            {"rationale_text": "Read the groceries row.", "evidence_id": ["e1"]},
+        ],
+    },
+]
+
+
+@pytest.fixture
+def good_records() -> list[dict[str, Any]]:
+    return copy.deepcopy(GOOD_RECORDS)
+
+
+@pytest.fixture
+def profile_dir(tmp_path: Path) -> Path:
+    """A release-layout profile ``Tiny/Fullset/{Tiny/, Tiny.json, Tiny_files.xlsx}`` with real files."""
+    from datetime import datetime
+
+    from openpyxl import Workbook
+
+    full = tmp_path / "Tiny" / "Fullset"
+    root = full / "Tiny"
+    make_pdf(root / "Docs/contract.pdf", ["Cover", "Rent: EUR 1,450", "Deposit: EUR 2,900  Landlord: Oskar Lindqvist"],
+             labels=[(0, 0, "/r", 1), (1, 2, "/D", 1)])  # fmt: skip
+    make_wav(root / "Audio/memo.wav", 2.0)
+    (root / "Notes").mkdir(parents=True)
+    (root / "Notes/todo.md").write_text("# To do\n- dentist 15 October 2024, 9:00\n- call Amara\n", encoding="utf-8")
+    wb = Workbook()
+    ws = wb.active
+    ws.title = "October"
+    for row in [("Category", "Amount"), ("Groceries", 310.25), ("Rent", 1450)]:
+        ws.append(row)
+    (root / "Finance").mkdir(parents=True)
+    wb.save(root / "Finance/budget.xlsx")
+    (full / "Tiny.json").write_text(json.dumps(GOOD_RECORDS, indent=2), encoding="utf-8")
+    meta = Workbook()
+    ms = meta.active
+    ms.append(["FilePath", "FileType", "creation_date", "modification_date", "location"])
+    ms.append(["Docs", "folder", None, None, None])
+    ms.append(["Docs/contract.pdf", "pdf", datetime(2024, 8, 1, 9, 0), datetime(2024, 8, 2, 9, 0), None])
+    ms.append(["Audio/memo.wav", "wav", datetime(2024, 10, 1, 12, 0), datetime(2024, 10, 1, 12, 0), "Rotterdam"])
+    ms.append(["Notes/todo.md", "md", "2024-10-03 08:00:00", "not a date", None])
+    meta.save(full / "Tiny_files.xlsx")
+    return tmp_path / "Tiny"
+
+
+def write_json(path: Path, data: Any) -> Path:
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
+    return path
