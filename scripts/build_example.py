@@ -85,8 +85,14 @@ def workbook(path: Path) -> None:
     wb = Workbook()
     ws = wb.active
     ws.title = "October"
-    for row in [("Category", "Amount (EUR)"), ("Rent", 1450), ("Groceries", 310.25), ("Vet", 86), ("Gym", 39),
-                ("Total", "=SUM(B2:B5)")]:  # fmt: skip
+    for row in [
+        ("Category", "Amount (EUR)"),
+        ("Rent", 1450),
+        ("Groceries", 310.25),
+        ("Vet", 86),
+        ("Gym", 39),
+        ("Total", "=SUM(B2:B5)"),
+    ]:
         ws.append(row)
     sept = wb.create_sheet("September")
     for row in [("Category", "Amount (EUR)"), ("Rent", 1450), ("Groceries", 298.4), ("Gym", 39)]:
@@ -181,7 +187,9 @@ def records() -> list[dict]:
                     "evidence_id": 1,
                     "file_path": lease,
                     "modality_type": "document",
-                    "evidence_text": "Monthly rent: EUR 1,450, due on the 1st of each month. The term starts on 1 September 2024.",
+                    "evidence_text": (
+                        "Monthly rent: EUR 1,450, due on the 1st of each month. The term starts on 1 September 2024."
+                    ),
                     "evidence_locator": [{"unit": "page", "position": {"system_page": 2, "printed_page": "1"}}],
                 }
             ],
@@ -214,7 +222,9 @@ def records() -> list[dict]:
                     "evidence_id": 2,
                     "file_path": ics,
                     "modality_type": "text",
-                    "evidence_text": "DTSTART:20241012T103000 SUMMARY:Biscuit - vaccination booster (12 October 2024, 10:30)",
+                    "evidence_text": (
+                        "DTSTART:20241012T103000 SUMMARY:Biscuit - vaccination booster (12 October 2024, 10:30)"
+                    ),
                     "evidence_locator": [{"unit": "line", "position": "13-18"}],
                 },
             ],
@@ -269,7 +279,9 @@ def records() -> list[dict]:
                     "file_path": receipt_png,
                     "modality_type": "image",
                     "evidence_text": "Receipt of Paws & Claws Veterinary, 12 Oct 2024: Vaccination booster EUR 86.00",
-                    "evidence_locator": [{"unit": "region", "position": {"bbox": [20, 250, 460, 355], "box_units": "px"}}],
+                    "evidence_locator": [
+                        {"unit": "region", "position": {"bbox": [20, 250, 460, 355], "box_units": "px"}}
+                    ],
                 }
             ],
             "rationale": [
@@ -370,8 +382,15 @@ def metadata(path: Path) -> None:
     for folder in sorted({str(Path(p).parent) for p in FILE_TIMES}):
         ws.append([folder, "folder", None, None, None])
     for rel, (created, modified, location) in FILE_TIMES.items():
-        ws.append([rel, Path(rel).suffix.lstrip("."), datetime.fromisoformat(created),
-                   datetime.fromisoformat(modified), location or None])  # fmt: skip
+        ws.append(
+            [
+                rel,
+                Path(rel).suffix.lstrip("."),
+                datetime.fromisoformat(created),
+                datetime.fromisoformat(modified),
+                location or None,
+            ]
+        )
     wb.save(path)
 
 
@@ -383,15 +402,26 @@ def main() -> None:
         ROOT / "Documents/Housing/Lease Agreement 2024.pdf",
         [
             ["RESIDENTIAL LEASE AGREEMENT", "Flat 3B, Nieuwe Binnenweg 210, Rotterdam", "Tenant: Mira Okafor", "i"],
-            ["1. RENT AND TERM", "Monthly rent: EUR 1,450, due on the 1st of each month.",
-             "The term starts on 1 September 2024 and runs for twelve months.", "1"],
-            ["2. PARTIES AND DEPOSIT", "Landlord: Oskar Lindqvist", "Deposit: EUR 2,900, returned within 30 days.", "2"],
+            [
+                "1. RENT AND TERM",
+                "Monthly rent: EUR 1,450, due on the 1st of each month.",
+                "The term starts on 1 September 2024 and runs for twelve months.",
+                "1",
+            ],
+            [
+                "2. PARTIES AND DEPOSIT",
+                "Landlord: Oskar Lindqvist",
+                "Deposit: EUR 2,900, returned within 30 days.",
+                "2",
+            ],
         ],
         labels=[(0, "/r", 1), (1, "/D", 1)],
     )
     pdf(ROOT / "Downloads/flyer (1).pdf", [["AUTUMN MARKET", "Every Saturday in October at the Markthal."]])
-    speech(ROOT / "Recordings/voice memo 2024-10-03.wav",
-           "Reminder: Biscuit's vet appointment is on October twelfth at ten thirty.")  # fmt: skip
+    speech(
+        ROOT / "Recordings/voice memo 2024-10-03.wav",
+        "Reminder: Biscuit's vet appointment is on October twelfth at ten thirty.",
+    )
     receipt(ROOT / "Pictures/Receipts/IMG_2041.png")
     workbook(ROOT / "Documents/Finance/budget 2024.xlsx")
     text(ROOT / "Calendar/personal.ics", ICS.replace("\n", "\r\n"))

@@ -52,13 +52,20 @@ def make_wav(path: Path, seconds: float, rate: int = 8000) -> Path:
         w.setnchannels(1)
         w.setsampwidth(2)
         w.setframerate(rate)
-        w.writeframes(b"".join(struct.pack("<h", int(8000 * math.sin(2 * math.pi * 440 * i / rate))) for i in range(frames)))
+        w.writeframes(
+            b"".join(struct.pack("<h", int(8000 * math.sin(2 * math.pi * 440 * i / rate))) for i in range(frames))
+        )
     return path
 
 
 def cap(reasoning: list[str], perception: list[str] | None = None) -> str:
-    return json.dumps({"search": ["semantic"], "evidence_perception": perception or ["document_understanding"],
-                       "reasoning": reasoning})  # fmt: skip
+    return json.dumps(
+        {
+            "search": ["semantic"],
+            "evidence_perception": perception or ["document_understanding"],
+            "reasoning": reasoning,
+        }
+    )
 
 
 GOOD_RECORDS: list[dict[str, Any]] = [
@@ -162,8 +169,11 @@ def profile_dir(tmp_path: Path) -> Path:
 
     full = tmp_path / "Tiny" / "Fullset"
     root = full / "Tiny"
-    make_pdf(root / "Docs/contract.pdf", ["Cover", "Rent: EUR 1,450", "Deposit: EUR 2,900  Landlord: Oskar Lindqvist"],
-             labels=[(0, 0, "/r", 1), (1, 2, "/D", 1)])  # fmt: skip
+    make_pdf(
+        root / "Docs/contract.pdf",
+        ["Cover", "Rent: EUR 1,450", "Deposit: EUR 2,900  Landlord: Oskar Lindqvist"],
+        labels=[(0, 0, "/r", 1), (1, 2, "/D", 1)],
+    )
     make_wav(root / "Audio/memo.wav", 2.0)
     (root / "Notes").mkdir(parents=True)
     (root / "Notes/todo.md").write_text("# To do\n- dentist 15 October 2024, 9:00\n- call Amara\n", encoding="utf-8")

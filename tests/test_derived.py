@@ -70,8 +70,16 @@ def test_difficulty_of_two_questions_worked_by_hand():
     hard = Features(3, 2, 3, 4, 6, 10, 5, 0)
     model = DifficultyModel.fit([easy, hard])
     # p90 = x + .9 (y - x) and p98 = x + .98 (y - x) for two values x < y
-    p90 = {"evidence_files": 2.8, "modality_count": 1.9, "file_type_count": 2.8, "evidence_items": 3.7,
-           "reasoning_steps": 5.6, "question_tokens": 9.3, "answer_tokens": 4.6, "time_span_days": 1.0}  # fmt: skip
+    p90 = {
+        "evidence_files": 2.8,
+        "modality_count": 1.9,
+        "file_type_count": 2.8,
+        "evidence_items": 3.7,
+        "reasoning_steps": 5.6,
+        "question_tokens": 9.3,
+        "answer_tokens": 4.6,
+        "time_span_days": 1.0,
+    }
     assert model.p90 == pytest.approx(p90)
     assert model.p98["reasoning_steps"] == pytest.approx(5.92)
     assert model.p98["time_span_days"] == 1.0  # p98 = 0 falls back to p90
@@ -80,21 +88,36 @@ def test_difficulty_of_two_questions_worked_by_hand():
         return math.log1p(v) / math.log1p(p90[key])
 
     # the hard question: every value is above its p90 but below the cap, so n = log1p(v) / log1p(p90)
-    nh = {"evidence_files": n(3, "evidence_files"), "modality_count": n(2, "modality_count"),
-          "file_type_count": n(3, "file_type_count"), "evidence_items": n(4, "evidence_items"),
-          "reasoning_steps": n(6, "reasoning_steps"), "question_tokens": n(10, "question_tokens"),
-          "answer_tokens": n(5, "answer_tokens"), "time_span_days": 0.0}  # fmt: skip
+    nh = {
+        "evidence_files": n(3, "evidence_files"),
+        "modality_count": n(2, "modality_count"),
+        "file_type_count": n(3, "file_type_count"),
+        "evidence_items": n(4, "evidence_items"),
+        "reasoning_steps": n(6, "reasoning_steps"),
+        "question_tokens": n(10, "question_tokens"),
+        "answer_tokens": n(5, "answer_tokens"),
+        "time_span_days": 0.0,
+    }
     assert model.normalized(hard) == pytest.approx(nh)
     weights = [0.19, 0.10, 0.08, 0.18, 0.20, 0.10, 0.07, 0.08]
     base = sum(w * v for w, v in zip(weights, nh.values(), strict=True))
-    inter = (0.10 * math.sqrt(nh["evidence_files"] * nh["reasoning_steps"])
-             + 0.07 * math.sqrt(nh["modality_count"] * nh["file_type_count"]))  # fmt: skip
+    inter = 0.10 * math.sqrt(nh["evidence_files"] * nh["reasoning_steps"]) + 0.07 * math.sqrt(
+        nh["modality_count"] * nh["file_type_count"]
+    )
     raw_hard = base + inter + 0.05 + 0.03 + 0.02
     assert model.score(hard) == pytest.approx(100 / (1 + math.exp(-4.4 * (raw_hard - 0.70))))
 
     # the easy question: n = log1p(v) / log1p(p90), all below .85 except none -> no bonus
-    ne = [n(1, "evidence_files"), n(1, "modality_count"), n(1, "file_type_count"), n(1, "evidence_items"),
-          n(2, "reasoning_steps"), n(3, "question_tokens"), n(1, "answer_tokens"), 0.0]  # fmt: skip
+    ne = [
+        n(1, "evidence_files"),
+        n(1, "modality_count"),
+        n(1, "file_type_count"),
+        n(1, "evidence_items"),
+        n(2, "reasoning_steps"),
+        n(3, "question_tokens"),
+        n(1, "answer_tokens"),
+        0.0,
+    ]
     assert all(v < 0.85 for v in ne[:5])
     base = sum(w * v for w, v in zip(weights, ne, strict=True))
     raw_easy = base + 0.10 * math.sqrt(ne[0] * ne[4]) + 0.07 * math.sqrt(ne[1] * ne[2])

@@ -38,11 +38,20 @@ RELEASE = [
         "agent_cap": '{"search": ["semantic"], "evidence_perception": ["document_understanding", '
         '"audio_understanding"], "reasoning": ["basic"]}',
         "evidence": [
-            {"evidence_id": 1, "file_path": "Travel/booking.pdf", "modality_type": "document",
-             "evidence_text": "Hotel Sakura, 3 nights, total $412.50", "evidence_locator": []},
-            {"evidence_id": 2, "file_path": "Recordings/memo 1.wav", "modality_type": "audio",
-             "evidence_text": "the hotel was 412 fifty",
-             "evidence_locator": [{"unit": "timestamp", "position": {"start": "00:00:01", "end": "00:00:02.5"}}]},
+            {
+                "evidence_id": 1,
+                "file_path": "Travel/booking.pdf",
+                "modality_type": "document",
+                "evidence_text": "Hotel Sakura, 3 nights, total $412.50",
+                "evidence_locator": [],
+            },
+            {
+                "evidence_id": 2,
+                "file_path": "Recordings/memo 1.wav",
+                "modality_type": "audio",
+                "evidence_text": "the hotel was 412 fifty",
+                "evidence_locator": [{"unit": "timestamp", "position": {"start": "00:00:01", "end": "00:00:02.5"}}],
+            },
         ],
         "rationale": [
             {"rationale_text": "Find the booking.", "evidence_id": []},
@@ -50,7 +59,7 @@ RELEASE = [
         ],
         "annotator_note": {"kept": True},
     }
-]  # fmt: skip
+]
 
 # The paper's spelling: agent_cap an object with perception, step ids, typed locators.
 PAPER = [
@@ -64,24 +73,35 @@ PAPER = [
         "file_modality": ["document"],
         "agent_cap": {"search": ["system"], "perception": ["grounding"], "reasoning": ["computation", "verification"]},
         "evidence": [
-            {"evidence_id": "e1", "file_path": "lease.pdf", "modality_type": "document", "evidence_text": "Deposit",
-             "evidence_locator": [{"unit": "page", "position": {"system_page": 3, "printed_page": "2"}},
-                                  {"unit": "region", "position": {"page": 3, "bbox": [72, 700, 300, 720]}}]},
+            {
+                "evidence_id": "e1",
+                "file_path": "lease.pdf",
+                "modality_type": "document",
+                "evidence_text": "Deposit",
+                "evidence_locator": [
+                    {"unit": "page", "position": {"system_page": 3, "printed_page": "2"}},
+                    {"unit": "region", "position": {"page": 3, "bbox": [72, 700, 300, 720]}},
+                ],
+            },
         ],
         "rationale": [
             {"step_id": 1, "rationale_text": "plan", "evidence_id": []},
             {"step_id": 2, "rationale_text": "read", "evidence_id": ["e1"]},
         ],
     }
-]  # fmt: skip
+]
 
 # The release repository's benchmark_example.json: evidence as {file_path, page, content}.
 EXAMPLE = [
-    {"id": "q001", "question": "What was net revenue for Q2 2025?", "answer": "$12,859 million",
-     "file_path": ["Intel/10q.pdf"],
-     "evidence": [{"file_path": "Intel/10q.pdf", "page": 5, "content": "Net revenue: $12,859 million"}]},
+    {
+        "id": "q001",
+        "question": "What was net revenue for Q2 2025?",
+        "answer": "$12,859 million",
+        "file_path": ["Intel/10q.pdf"],
+        "evidence": [{"file_path": "Intel/10q.pdf", "page": 5, "content": "Net revenue: $12,859 million"}],
+    },
     {"id": "q002", "question": "Total revenue?", "answer": "$391.0 billion", "file_path": ["aapl/10k.pdf"]},
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("data", [RELEASE, PAPER, EXAMPLE, GOOD_RECORDS], ids=["release", "paper", "example", "good"])
@@ -132,8 +152,11 @@ def test_edits_are_written_in_the_spelling_that_was_read(tmp_path: Path):
     rf = read_records(write_json(tmp_path / "p.json", PAPER))
     rf.records[0].agent_cap.search.append("semantic")
     out = dump_records(rf)[0]
-    assert out["agent_cap"] == {"search": ["system", "semantic"], "perception": ["grounding"],
-                                "reasoning": ["computation", "verification"]}  # fmt: skip
+    assert out["agent_cap"] == {
+        "search": ["system", "semantic"],
+        "perception": ["grounding"],
+        "reasoning": ["computation", "verification"],
+    }
 
     rf = read_records(write_json(tmp_path / "e.json", EXAMPLE))
     rf.records[0].evidence[0].locators[0].system_page = 6
@@ -153,8 +176,11 @@ def test_new_records_are_written_in_the_chosen_style():
     )
     release = rec.dump("release")
     assert release["QA_type"] == "profiling"
-    assert json.loads(release["agent_cap"]) == {"search": ["semantic"], "evidence_perception": ["grounding"],
-                                                "reasoning": ["basic"]}  # fmt: skip
+    assert json.loads(release["agent_cap"]) == {
+        "search": ["semantic"],
+        "evidence_perception": ["grounding"],
+        "reasoning": ["basic"],
+    }
     paper = rec.dump("paper")
     assert paper["agent_cap"] == {"search": ["semantic"], "perception": ["grounding"], "reasoning": ["basic"]}
     again = HippoCampRecord.model_validate(release)

@@ -54,8 +54,9 @@ ANN = [
 ]
 BEN = [
     _record(1, "factual_retention", ["x.pdf"], ["document"], ["pdf"], 3),
-    _record(2, "factual_retention", ["y.jpg", "z.png", "w.pdf", "v.pdf"], ["image", "document"],
-            ["jpg", "png", "pdf"], 8),
+    _record(
+        2, "factual_retention", ["y.jpg", "z.png", "w.pdf", "v.pdf"], ["image", "document"], ["jpg", "png", "pdf"], 8
+    ),
 ]
 ANN_TIMES = {"docs/a.pdf": [datetime(2024, 1, 1)], "img/b.jpg": [datetime(2024, 1, 11)]}
 
@@ -84,10 +85,16 @@ def test_counts(stats: DatasetStats) -> None:
     assert stats.profiles == ["Ann", "Ben"]
     assert stats.by_task == {"factual_retention": 3, "profiling": 1, "unknown": 1}
     assert stats.by_profile == {"Ann": 3, "Ben": 2}
-    assert list(stats.by_modality.items()) == [("document", 4), ("image", 2), ("audio", 1), ("text", 1),
-                                               ("video", 1)]
-    assert list(stats.by_file_type.items()) == [("pdf", 3), ("jpg", 2), ("docx", 1), ("mp3", 1), ("mp4", 1),
-                                                ("png", 1), ("txt", 1)]
+    assert list(stats.by_modality.items()) == [("document", 4), ("image", 2), ("audio", 1), ("text", 1), ("video", 1)]
+    assert list(stats.by_file_type.items()) == [
+        ("pdf", 3),
+        ("jpg", 2),
+        ("docx", 1),
+        ("mp3", 1),
+        ("mp4", 1),
+        ("png", 1),
+        ("txt", 1),
+    ]
 
 
 def test_distributions(stats: DatasetStats) -> None:
@@ -143,15 +150,25 @@ def test_benchmark_is_the_sum_of_the_profiles(stats: DatasetStats) -> None:
     total = [a + b for a, b in zip(ann.difficulty.histogram, ben.difficulty.histogram, strict=True)]
     assert bench.difficulty.histogram == total
     assert sorted(bench.difficulty.scores) == sorted(ann.difficulty.scores + ben.difficulty.scores)
-    factual = [a + b for a, b in zip(ann.difficulty.histogram_by_task["factual_retention"],
-                                     ben.difficulty.histogram_by_task["factual_retention"], strict=True)]
+    factual = [
+        a + b
+        for a, b in zip(
+            ann.difficulty.histogram_by_task["factual_retention"],
+            ben.difficulty.histogram_by_task["factual_retention"],
+            strict=True,
+        )
+    ]
     assert bench.difficulty.histogram_by_task["factual_retention"] == factual
 
 
 def test_merged_bins_cut_the_tail_at_the_ceiling_of_the_quantile() -> None:
     # 19 values; numpy's 0.95 quantile is at index 17.1: 10 + 0.1 * (20 - 10) = 11
     assert merged_bins({1: 10, 2: 5, 3: 2, 10: 1, 20: 1}, 0.95) == [
-        ("1", 10), ("2", 5), ("3", 2), ("10", 1), (">11", 1)
+        ("1", 10),
+        ("2", 5),
+        ("3", 2),
+        ("10", 1),
+        (">11", 1),
     ]
     # the quantile reaches the largest value: nothing merged
     assert merged_bins({1: 3, 2: 1}, 0.98) == [("1", 3), ("2", 1)]
@@ -195,9 +212,20 @@ def _run(*args: str) -> Any:
 def test_cli_prints_tables(files: tuple[Path, Path]) -> None:
     result = _run(*map(str, files))
     assert result.exit_code == 0, result.output
-    for text in ("5 questions in 2 profile(s)", "Questions by task family", "factual_retention",
-                 "Questions by modality", "Questions by file type", "Evidence breadth", "Modality breadth",
-                 "Reasoning depth", "Difficulty", "Ann", "Ben", BENCHMARK):
+    for text in (
+        "5 questions in 2 profile(s)",
+        "Questions by task family",
+        "factual_retention",
+        "Questions by modality",
+        "Questions by file type",
+        "Evidence breadth",
+        "Modality breadth",
+        "Reasoning depth",
+        "Difficulty",
+        "Ann",
+        "Ben",
+        BENCHMARK,
+    ):
         assert text in result.stdout
 
 
@@ -215,15 +243,26 @@ def test_cli_out_writes_files(files: tuple[Path, Path], tmp_path: Path) -> None:
     out = tmp_path / "out"
     result = _run(*map(str, files), "--out", str(out))
     assert result.exit_code == 0, result.output
-    expected = ["stats.json", "questions.jsonl", "evidence_files.png", "modality_breadth.png",
-                "reasoning_steps.png", "difficulty.png"]
+    expected = [
+        "stats.json",
+        "questions.jsonl",
+        "evidence_files.png",
+        "modality_breadth.png",
+        "reasoning_steps.png",
+        "difficulty.png",
+    ]
     for name in expected:
         assert (out / name).is_file()
         assert name in result.stdout
     assert DatasetStats.model_validate_json((out / "stats.json").read_text()).questions == 5
     rows = [json.loads(line) for line in (out / "questions.jsonl").read_text().splitlines()]
-    assert [(r["profile"], r["id"]) for r in rows] == [("Ann", "1"), ("Ann", "2"), ("Ann", "3"),
-                                                      ("Ben", "1"), ("Ben", "2")]
+    assert [(r["profile"], r["id"]) for r in rows] == [
+        ("Ann", "1"),
+        ("Ann", "2"),
+        ("Ann", "3"),
+        ("Ben", "1"),
+        ("Ben", "2"),
+    ]
 
 
 def test_cli_reads_a_profile_folder_and_its_variant(tmp_path: Path) -> None:

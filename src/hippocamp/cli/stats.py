@@ -22,12 +22,20 @@ _SHOWN_PROBLEMS = 3
 
 @click.command("stats")
 @click.argument("records", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--root", type=click.Path(path_type=Path),
-              help="Folder of the profile's files (with exactly one input).")
-@click.option("--variant", type=click.Choice(["Fullset", "Subset"]), default="Fullset", show_default=True,
-              help="Which variant of a release profile folder to read.")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Write stats.json, questions.jsonl and the figures (PNG) here.")
+@click.option("--root", type=click.Path(path_type=Path), help="Folder of the profile's files (with exactly one input).")
+@click.option(
+    "--variant",
+    type=click.Choice(["Fullset", "Subset"]),
+    default="Fullset",
+    show_default=True,
+    help="Which variant of a release profile folder to read.",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write stats.json, questions.jsonl and the figures (PNG) here.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON instead of tables.")
 @click.option("--example", is_flag=True, help="Add the bundled example profile to the inputs.")
 def stats(
@@ -150,8 +158,11 @@ def _difficulty_table(result: DatasetStats) -> Table:
         table.add_column(escape(header), justify="left" if header == "Profile" else "right")
     for name in _groups(result):
         summary = result.groups[name].difficulty
-        cells = [_number(summary.mean), _number(summary.median),
-                 "-" if summary.hard_share is None else f"{100 * summary.hard_share:.1f}%"]
+        cells = [
+            _number(summary.mean),
+            _number(summary.median),
+            "-" if summary.hard_share is None else f"{100 * summary.hard_share:.1f}%",
+        ]
         by_task = [_number(summary.mean_by_task.get(t)) for t in tasks]
         table.add_row(escape(name), str(result.groups[name].questions), *cells, *by_task)
     return table

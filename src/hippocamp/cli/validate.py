@@ -16,8 +16,13 @@ from hippocamp.cli._common import console, fail, resolve_input
 @click.option("--variant", default="Fullset", show_default=True, help="Release variant: Fullset or Subset.")
 @click.option("--rule", "rules", multiple=True, help="Run only these rules (repeatable).")
 @click.option("--skip", "skips", multiple=True, help="Skip these rules (repeatable).")
-@click.option("--time-slack", type=float, default=0.5, show_default=True,
-              help="Seconds a time range may run past the end of its media.")  # fmt: skip
+@click.option(
+    "--time-slack",
+    type=float,
+    default=0.5,
+    show_default=True,
+    help="Seconds a time range may run past the end of its media.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--show-info", is_flag=True, help="Also list informational findings.")
 @click.option("--example", is_flag=True, help="Validate the bundled example profile.")
@@ -80,7 +85,9 @@ def _print_report(report, show_info: bool) -> None:  # type: ignore[no-untyped-d
         table.add_column("problem", overflow="fold", ratio=3)
         style = {"error": "bold red", "warning": "yellow", "info": "dim"}
         for p in shown:
-            record = p.record_id if p.record_id is not None else ("" if p.record_index is None else f"#{p.record_index}")
+            record = (
+                p.record_id if p.record_id is not None else ("" if p.record_index is None else f"#{p.record_index}")
+            )
             detail = p.message
             if p.expected is not None:
                 detail += f"\n  expected: {p.expected}"

@@ -156,7 +156,14 @@ def _to_datetime(value: Any) -> datetime | None:
             return _to_datetime(datetime.fromisoformat(candidate))
         except ValueError:
             pass
-    for fmt in ("%Y/%m/%d %H:%M:%S", "%Y/%m/%d %H:%M", "%Y/%m/%d", "%d/%m/%Y %H:%M", "%m/%d/%Y %H:%M", "%Y-%m-%d %H:%M"):
+    for fmt in (
+        "%Y/%m/%d %H:%M:%S",
+        "%Y/%m/%d %H:%M",
+        "%Y/%m/%d",
+        "%d/%m/%Y %H:%M",
+        "%m/%d/%Y %H:%M",
+        "%Y-%m-%d %H:%M",
+    ):
         try:
             return datetime.strptime(text, fmt)
         except ValueError:
@@ -185,6 +192,7 @@ def read_files_xlsx(path: Path, problems: list[Problem] | None = None) -> dict[s
         if "path" not in cols:
             raise ProfileError(f"{path}: the metadata spreadsheet has no FilePath column (header: {list(header)})")
         for rownum, row in enumerate(rows, start=2):
+
             def cell(role: str, row: tuple[Any, ...] = row) -> Any:
                 i = cols.get(role)
                 return row[i] if i is not None and i < len(row) else None

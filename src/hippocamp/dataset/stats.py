@@ -134,11 +134,7 @@ def compute_stats(groups: Sequence[Group]) -> DatasetStats:
     """
     names = [name for name, _, _ in groups]
     _check_names(names)
-    scored = [
-        (name, record, features_of(record, times_of))
-        for name, records, times_of in groups
-        for record in records
-    ]
+    scored = [(name, record, features_of(record, times_of)) for name, records, times_of in groups for record in records]
     if not scored:
         raise ValueError("no questions to compute statistics over")
     model = DifficultyModel.fit([features for _, _, features in scored])

@@ -64,7 +64,7 @@ def _panels(plt: Any, stats: DatasetStats, title: str, draw: Draw) -> Figure:
     for i, (ax, group) in enumerate(zip(flat, groups, strict=False)):
         color = _BENCHMARK_COLOR if group == BENCHMARK else _PROFILE_COLORS[i % len(_PROFILE_COLORS)]
         draw(ax, group, color)
-    for ax in flat[len(groups):]:
+    for ax in flat[len(groups) :]:
         ax.set_visible(False)
     fig.suptitle(title, fontsize=15, fontweight="bold")
     fig.tight_layout()
@@ -107,16 +107,31 @@ def _difficulty(ax: Axes, group: str, color: str, *, stats: DatasetStats) -> Non
     ax.bar(centers, summary.histogram, width=width * 0.84, color=color, edgecolor=_EDGE, label="All")
     for task, counts in summary.histogram_by_task.items():
         if task in _TASK_COLORS:
-            ax.plot(centers, counts, color=_TASK_COLORS[task], marker="o", markersize=3, linewidth=1.8,
-                    label=task.replace("_", " ").capitalize())
+            ax.plot(
+                centers,
+                counts,
+                color=_TASK_COLORS[task],
+                marker="o",
+                markersize=3,
+                linewidth=1.8,
+                label=task.replace("_", " ").capitalize(),
+            )
     if summary.mean is not None and summary.median is not None:
-        ax.axvline(summary.mean, color=_MEAN_COLOR, linestyle="--", linewidth=1.6,
-                   label=f"Mean {summary.mean:.1f}")
-        ax.axvline(summary.median, color=_MEDIAN_COLOR, linestyle="-.", linewidth=1.6,
-                   label=f"Median {summary.median:.1f}")
+        ax.axvline(summary.mean, color=_MEAN_COLOR, linestyle="--", linewidth=1.6, label=f"Mean {summary.mean:.1f}")
+        ax.axvline(
+            summary.median, color=_MEDIAN_COLOR, linestyle="-.", linewidth=1.6, label=f"Median {summary.median:.1f}"
+        )
         note = f"n={len(summary.scores)}\n>=70: {100 * (summary.hard_share or 0.0):.1f}%"
-        ax.text(0.97, 0.97, note, transform=ax.transAxes, ha="right", va="top", fontsize=9,
-                bbox={"boxstyle": "round,pad=0.3", "facecolor": "white", "edgecolor": "#64748B"})
+        ax.text(
+            0.97,
+            0.97,
+            note,
+            transform=ax.transAxes,
+            ha="right",
+            va="top",
+            fontsize=9,
+            bbox={"boxstyle": "round,pad=0.3", "facecolor": "white", "edgecolor": "#64748B"},
+        )
     ax.set_xlim(0, 100)
     ax.set_ylim(0, max(1, *summary.histogram) * 1.3)  # headroom for the legend and the note
     ax.set_xticks(range(0, 101, 10))

@@ -225,7 +225,11 @@ class PageLocator(Locator):
 
     @model_validator(mode="after")
     def _ordered(self) -> PageLocator:
-        if self.system_page_end is not None and self.system_page is not None and self.system_page_end < self.system_page:
+        if (
+            self.system_page_end is not None
+            and self.system_page is not None
+            and self.system_page_end < self.system_page
+        ):
             raise ValueError(f"page range ends ({self.system_page_end}) before it starts ({self.system_page})")
         return self
 
@@ -533,11 +537,23 @@ def _alias(cls: type[Locator], *units: str) -> None:
         _UNIT_ALIASES[unit] = cls
 
 
-_alias(PageLocator, "page", "pages", "system_page", "printed_page", "page_label", "page_number", "page_range", "pdf_page")
+_alias(
+    PageLocator, "page", "pages", "system_page", "printed_page", "page_label", "page_number", "page_range", "pdf_page"
+)
 _alias(RegionLocator, "region", "page_region", "bbox", "box", "table", "figure", "image_region", "area", "crop")
 _alias(
-    TimeRange, "timestamp", "timestamps", "time", "time_range", "timestamp_range", "timerange", "seconds",
-    "duration", "clip", "audio_time", "video_time",
+    TimeRange,
+    "timestamp",
+    "timestamps",
+    "time",
+    "time_range",
+    "timestamp_range",
+    "timerange",
+    "seconds",
+    "duration",
+    "clip",
+    "audio_time",
+    "video_time",
 )
 _alias(CellRange, "cell", "cells", "cell_range", "range", "sheet", "spreadsheet", "sheet_range", "a1")
 _alias(SlideLocator, "slide", "slides", "slide_number")
@@ -569,7 +585,9 @@ def parse_locator(raw: Any) -> Locator:
         return cls.model_validate(raw)
     except (ValidationError, ValueError, TypeError) as exc:
         reason = _reason(exc)
-        loc = InvalidLocator.model_validate({"unit": unit, "value": _unit_position(raw, strict=False)[1], "error": reason})
+        loc = InvalidLocator.model_validate(
+            {"unit": unit, "value": _unit_position(raw, strict=False)[1], "error": reason}
+        )
         loc._raw = raw
         loc._snapshot = loc._fields_json()
         return loc

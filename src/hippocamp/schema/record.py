@@ -68,8 +68,10 @@ class AgentCap(Shaped):
     def prepare(cls, data: Any) -> Any:
         if not isinstance(data, dict):
             raise ValueError(f"agent_cap must be an object (or a JSON string of one), got {type(data).__name__}")
-        return {k: _as_str_list(v) if k in ("search", "perception", "evidence_perception", "reasoning") else v
-                for k, v in data.items()}
+        return {
+            k: _as_str_list(v) if k in ("search", "perception", "evidence_perception", "reasoning") else v
+            for k, v in data.items()
+        }
 
     def default_style(self) -> Style:
         raw = self.raw
@@ -86,9 +88,7 @@ class Evidence(Shaped):
     evidence_id: str | int | None = None
     file_path: str = ""
     modality_type: str | None = Field(default=None, validation_alias=AliasChoices("modality_type", "modality"))
-    evidence_text: str | None = Field(
-        default=None, validation_alias=AliasChoices("evidence_text", "content", "text")
-    )
+    evidence_text: str | None = Field(default=None, validation_alias=AliasChoices("evidence_text", "content", "text"))
     locators: list[SerializeAsAny[Locator]] = Field(
         default_factory=list, validation_alias=AliasChoices("evidence_locator", "locator", "locators")
     )
@@ -201,7 +201,9 @@ class HippoCampRecord(Shaped):
                 try:
                     data["agent_cap"] = AgentCap.model_validate(json.loads(cap))
                 except json.JSONDecodeError as exc:
-                    raise ValueError(f"agent_cap is a string but not valid JSON ({exc.msg} at char {exc.pos})") from None
+                    raise ValueError(
+                        f"agent_cap is a string but not valid JSON ({exc.msg} at char {exc.pos})"
+                    ) from None
         for key in ("evidence", "rationale"):
             if key in data and data[key] is None:
                 data[key] = []

@@ -42,34 +42,202 @@ _NUMBER_WORDS = {
 }  # fmt: skip
 #: capitalized words that start sentences or are common enough not to be names
 _NOT_NAMES = set(
-    """a an the and or but nor so yet for of on in at to by from with without into onto over under
-    about above after before during since until while when where what which who whom whose why how
-    i you he she it we they me him her us them my your his its our their mine yours ours theirs
-    this that these those there here then than as if is are was were be been being do does did done
-    have has had not no yes none all any both each every either neither some many most more much
-    few several also only just even still however therefore thus hence although though because
-    according based per total overall approximately about around roughly nearly almost
-    mr mrs ms dr prof st mt jr sr inc ltd llc co corp plc dear hi hello thanks regards best
-    q1 q2 q3 q4 fy h1 h2 am pm a.m p.m usd eur gbp jpy cny rmb
-    """.split()
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "but",
+        "nor",
+        "so",
+        "yet",
+        "for",
+        "of",
+        "on",
+        "in",
+        "at",
+        "to",
+        "by",
+        "from",
+        "with",
+        "without",
+        "into",
+        "onto",
+        "over",
+        "under",
+        "about",
+        "above",
+        "after",
+        "before",
+        "during",
+        "since",
+        "until",
+        "while",
+        "when",
+        "where",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "why",
+        "how",
+        "i",
+        "you",
+        "he",
+        "she",
+        "it",
+        "we",
+        "they",
+        "me",
+        "him",
+        "her",
+        "us",
+        "them",
+        "my",
+        "your",
+        "his",
+        "its",
+        "our",
+        "their",
+        "mine",
+        "yours",
+        "ours",
+        "theirs",
+        "this",
+        "that",
+        "these",
+        "those",
+        "there",
+        "here",
+        "then",
+        "than",
+        "as",
+        "if",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "do",
+        "does",
+        "did",
+        "done",
+        "have",
+        "has",
+        "had",
+        "not",
+        "no",
+        "yes",
+        "none",
+        "all",
+        "any",
+        "both",
+        "each",
+        "every",
+        "either",
+        "neither",
+        "some",
+        "many",
+        "most",
+        "more",
+        "much",
+        "few",
+        "several",
+        "also",
+        "only",
+        "just",
+        "even",
+        "still",
+        "however",
+        "therefore",
+        "thus",
+        "hence",
+        "although",
+        "though",
+        "because",
+        "according",
+        "based",
+        "per",
+        "total",
+        "overall",
+        "approximately",
+        "about",
+        "around",
+        "roughly",
+        "nearly",
+        "almost",
+        "mr",
+        "mrs",
+        "ms",
+        "dr",
+        "prof",
+        "st",
+        "mt",
+        "jr",
+        "sr",
+        "inc",
+        "ltd",
+        "llc",
+        "co",
+        "corp",
+        "plc",
+        "dear",
+        "hi",
+        "hello",
+        "thanks",
+        "regards",
+        "best",
+        "q1",
+        "q2",
+        "q3",
+        "q4",
+        "fy",
+        "h1",
+        "h2",
+        "am",
+        "pm",
+        "a.m",
+        "p.m",
+        "usd",
+        "eur",
+        "gbp",
+        "jpy",
+        "cny",
+        "rmb",
+    ]
 )
 _CURRENCY = r"(?:US\$|\$|€|£|¥|₹|USD|EUR|GBP|JPY|CNY|RMB|SGD|HKD|AUD|CAD)"
 _NUM_BODY = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+"
 _NUMBER_RE = re.compile(
     rf"(?P<neg>\()?(?P<minus>-\s?)?(?P<cur>{_CURRENCY})?\s?(?P<body>{_NUM_BODY})(?P<ord>st|nd|rd|th)?"
-    r"(?:\s?(?P<pct>%|percent\b|per cent\b|pct\b))?"
+    r"(?P<close1>\))?(?:\s?(?P<pct>%|percent\b|per cent\b|pct\b))?"
     r"(?:\s?(?P<scale>thousand|million|billion|trillion|mn|bn|tn|mm|[kmb])\b)?(?P<close>\))?",
     re.IGNORECASE,
 )
 _ISO_DATE = re.compile(r"\b(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})\b")
 _NUM_DATE = re.compile(r"\b(\d{1,2})[/.\-](\d{1,2})[/.\-](\d{2}|\d{4})\b")
-_MONTH_NAMES = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+_MONTH_NAMES = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
 _DMY = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_NAMES})\.?,?(?:\s+(\d{{4}}))?\b", re.I)
 _MDY = re.compile(rf"\b({_MONTH_NAMES})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s+(\d{{4}}))?", re.I)
 _MY = re.compile(rf"\b({_MONTH_NAMES})\.?,?\s+(\d{{4}})\b", re.I)
-_TIME_RE = re.compile(r"\b(\d{1,2}):(\d{2})(?::\d{2})?\s*(?:([ap])\.?\s?m\b\.?)?|\b(\d{1,2})\s*([ap])\.?\s?m\b\.?", re.I)
-_NAME_RE = re.compile(r"\b[A-Z][\w'’.-]*[A-Za-z](?:\s+(?:[A-Z][\w'’.-]*[A-Za-z]|[A-Z]\.|de|van|von|da|di|del|la|le|bin|al))*")
-_FILE_REF = re.compile(r"\[[^\]]*\]|\b[\w\-. ()&]+\.(?:pdf|docx?|xlsx?|pptx?|csv|txt|md|eml|ics|json|jpe?g|png|heic|mp3|m4a|wav|mp4|mkv|mov)\b", re.I)
+_TIME_RE = re.compile(
+    r"\b(\d{1,2}):(\d{2})(?::\d{2})?\s*(?:([ap])\.?\s?m\b\.?)?|\b(\d{1,2})\s*([ap])\.?\s?m\b\.?", re.I
+)
+_NAME_RE = re.compile(
+    r"\b[A-Z][\w'’.-]*[A-Za-z](?:\s+(?:[A-Z][\w'’.-]*[A-Za-z]|[A-Z]\.|(?:de|van|von|da|di|del|la|le|bin|al)\b))*"
+)
+_FILE_REF = re.compile(
+    r"\[[^\]]*\]|\b[\w\-. ()&]+"
+    r"\.(?:pdf|docx?|xlsx?|pptx?|csv|txt|md|eml|ics|json|jpe?g|png|heic|mp3|m4a|wav|mp4|mkv|mov)\b",
+    re.I,
+)
 
 
 @dataclass(frozen=True)
@@ -204,11 +372,17 @@ def _numbers(text: str) -> list[NumberFact]:
         if start > 0 and (text[start - 1].isalpha() or text[start - 1] == "_"):
             continue  # part of an identifier such as "Q3" or "v2"
         end = m.end("body")
-        if end < len(text) and text[end].isalpha() and not m.group("ord") and not m.group("scale") and not m.group("pct"):
+        if (
+            end < len(text)
+            and text[end].isalpha()
+            and not m.group("ord")
+            and not m.group("scale")
+            and not m.group("pct")
+        ):
             continue  # "3D", "10x": not a quantity we can check reliably
         value = float(body.replace(",", ""))
         decimals = len(body.split(".")[1]) if "." in body else 0
-        negative = bool(m.group("minus")) or (bool(m.group("neg")) and bool(m.group("close")))
+        negative = bool(m.group("minus")) or (bool(m.group("neg")) and bool(m.group("close1") or m.group("close")))
         scale_word = (m.group("scale") or "").lower()
         if scale_word in ("m", "b", "k") and not m.group("cur"):
             scale_word = ""  # "5 m" is more often metres than millions
@@ -235,9 +409,7 @@ _SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n\s*|[\"“(*•-]\s*)$")
 def _names(text: str) -> list[NameFact]:
     out = []
     matches = list(_NAME_RE.finditer(text))
-    mid_sentence = {
-        m.group(0).split()[0] for m in matches if not _SENTENCE_START.search(text[: m.start()])
-    }
+    mid_sentence = {m.group(0).split()[0] for m in matches if not _SENTENCE_START.search(text[: m.start()])}
     for m in matches:
         words = [w.strip(".'’") for w in m.group(0).split()]
         if len(words) == 1 and _SENTENCE_START.search(text[: m.start()]) and m.group(0) not in mid_sentence:
@@ -285,7 +457,10 @@ def _date_supported(d: DateFact, pool: list[DateFact], numbers: list[NumberFact]
     for mine in d.readings:
         for c in pool:
             for theirs in c.readings:
-                if all(a is None or b is None or a == b for a, b in zip(mine, theirs, strict=True)) and mine[1] == theirs[1]:
+                if (
+                    all(a is None or b is None or a == b for a, b in zip(mine, theirs, strict=True))
+                    and mine[1] == theirs[1]
+                ):
                     return True
         year, _, day = mine
         if mine[1] is None and year is not None and any(n.value == year for n in numbers):

@@ -62,7 +62,14 @@ def check_fields(ctx: CheckContext, rec: HippoCampRecord, i: int) -> Iterator[Pr
         yield ctx.problem("warning", "fields", rec, i, "QA_type", "task family missing", expected=" or ".join(QA_TYPES))
     elif rec.qa_type not in QA_TYPES:
         yield ctx.problem(
-            "error", "fields", rec, i, "QA_type", "unknown task family", expected=" or ".join(QA_TYPES), found=rec.qa_type
+            "error",
+            "fields",
+            rec,
+            i,
+            "QA_type",
+            "unknown task family",
+            expected=" or ".join(QA_TYPES),
+            found=rec.qa_type,
         )
     elif rec.qa_type == "profiling" and not (rec.profiling_type or "").strip():
         yield ctx.problem("warning", "fields", rec, i, "profiling_type", "profiling question without a profiling_type")
@@ -73,9 +80,15 @@ def check_fields(ctx: CheckContext, rec: HippoCampRecord, i: int) -> Iterator[Pr
             yield ctx.problem("warning", "fields", rec, i, f"evidence[{j}].evidence_text", "evidence item has no text")
         if ev.modality_type is not None and ev.modality_type not in MODALITIES:
             yield ctx.problem(
-                "warning", "fields", rec, i, f"evidence[{j}].modality_type", "unknown modality",
-                expected=", ".join(MODALITIES), found=ev.modality_type,
-            )  # fmt: skip
+                "warning",
+                "fields",
+                rec,
+                i,
+                f"evidence[{j}].modality_type",
+                "unknown modality",
+                expected=", ".join(MODALITIES),
+                found=ev.modality_type,
+            )
 
 
 @register("rule", "evidence-refs")
@@ -85,18 +98,28 @@ def check_evidence_refs(ctx: CheckContext, rec: HippoCampRecord, i: int) -> Iter
     for key, n in counts.items():
         if n > 1:
             yield ctx.problem(
-                "error", "evidence-refs", rec, i, "evidence", f"evidence_id {key!r} used by {n} items",
+                "error",
+                "evidence-refs",
+                rec,
+                i,
+                "evidence",
+                f"evidence_id {key!r} used by {n} items",
                 expected="evidence ids unique within the record",
-            )  # fmt: skip
+            )
     known = set(counts)
     for s, step in enumerate(rec.rationale):
         for ref in step.evidence_keys:
             if ref not in known:
                 yield ctx.problem(
-                    "error", "evidence-refs", rec, i, f"rationale[{s}].evidence_id",
+                    "error",
+                    "evidence-refs",
+                    rec,
+                    i,
+                    f"rationale[{s}].evidence_id",
                     f"cites evidence {ref!r}, which the record does not define",
-                    expected="one of " + (", ".join(sorted(known)) or "(no evidence items)"), found=ref,
-                )  # fmt: skip
+                    expected="one of " + (", ".join(sorted(known)) or "(no evidence items)"),
+                    found=ref,
+                )
 
 
 def _path_problems(ctx: CheckContext, rec: HippoCampRecord, i: int, field: str, path: str) -> Iterator[Problem]:
@@ -106,9 +129,15 @@ def _path_problems(ctx: CheckContext, rec: HippoCampRecord, i: int, field: str, 
     rel = normalize_path(path)
     if os.path.isabs(path.strip()) or path.strip().startswith("~") or rel == ".." or rel.startswith("../"):
         yield ctx.problem(
-            "error", "file-paths", rec, i, field, "path leaves the profile root",
-            expected="a path relative to the profile root", found=path,
-        )  # fmt: skip
+            "error",
+            "file-paths",
+            rec,
+            i,
+            field,
+            "path leaves the profile root",
+            expected="a path relative to the profile root",
+            found=path,
+        )
         return
     if ctx.root is None:
         return
@@ -122,9 +151,15 @@ def _path_problems(ctx: CheckContext, rec: HippoCampRecord, i: int, field: str, 
             message = "no such file in the profile"
         hint = ctx.suggest(rel)
         yield ctx.problem(
-            "error", "file-paths", rec, i, field, message + (f"; did you mean {hint}?" if hint else ""),
-            expected=f"a file under {ctx.root}", found=path,
-        )  # fmt: skip
+            "error",
+            "file-paths",
+            rec,
+            i,
+            field,
+            message + (f"; did you mean {hint}?" if hint else ""),
+            expected=f"a file under {ctx.root}",
+            found=path,
+        )
 
 
 @register("rule", "file-paths")
@@ -183,39 +218,76 @@ def _check_pages(info: MediaInfo, loc: PageLocator, ext: str) -> list[tuple[str,
         labels = info.page_labels
         if labels is not None:
             if loc.printed_page not in labels:
-                out.append(("error", f"printed page {loc.printed_page!r} is not a page label of the PDF",
-                            "one of its page labels", loc.printed_page))  # fmt: skip
-            elif loc.system_page is not None and loc.system_page <= len(labels) and labels[loc.system_page - 1] != loc.printed_page:
-                out.append(("warning", f"system page {loc.system_page} is labelled {labels[loc.system_page - 1]!r}, "
-                            f"not {loc.printed_page!r}", labels[loc.system_page - 1], loc.printed_page))  # fmt: skip
+                out.append(
+                    (
+                        "error",
+                        f"printed page {loc.printed_page!r} is not a page label of the PDF",
+                        "one of its page labels",
+                        loc.printed_page,
+                    )
+                )
+            elif (
+                loc.system_page is not None
+                and loc.system_page <= len(labels)
+                and labels[loc.system_page - 1] != loc.printed_page
+            ):
+                out.append(
+                    (
+                        "warning",
+                        f"system page {loc.system_page} is labelled {labels[loc.system_page - 1]!r}, "
+                        f"not {loc.printed_page!r}",
+                        labels[loc.system_page - 1],
+                        loc.printed_page,
+                    )
+                )
         elif loc.system_page is not None and loc.system_page <= count and ext == "pdf":
             text = info.page_text(loc.system_page)
             if text is not None and text.strip() and loc.printed_page not in text.split():
-                out.append(("warning", f"printed page {loc.printed_page!r} does not appear on system page {loc.system_page}",
-                            None, None))  # fmt: skip
+                out.append(
+                    (
+                        "warning",
+                        f"printed page {loc.printed_page!r} does not appear on system page {loc.system_page}",
+                        None,
+                        None,
+                    )
+                )
     return out
 
 
 def _check_time(info: MediaInfo, loc: TimeRange, slack: float) -> list[tuple[str, str, str | None, str | None]]:
     out: list[tuple[str, str, str | None, str | None]] = []
     if loc.end is not None and loc.end < loc.start:
-        out.append(("error", "time range ends before it starts",
-                    "start <= end", f"{format_timestamp(loc.start)}-{format_timestamp(loc.end)}"))  # fmt: skip
+        out.append(
+            (
+                "error",
+                "time range ends before it starts",
+                "start <= end",
+                f"{format_timestamp(loc.start)}-{format_timestamp(loc.end)}",
+            )
+        )
     if info.duration is None:
         out.append(("info", f"time range not checked: {info.error or 'duration unknown'}", None, None))
     elif loc.stop > info.duration + slack:
-        out.append(("error", "time range runs past the end of the media",
-                    f"<= {format_timestamp(info.duration)} ({info.duration:.2f} s)", format_timestamp(loc.stop)))  # fmt: skip
+        out.append(
+            (
+                "error",
+                "time range runs past the end of the media",
+                f"<= {format_timestamp(info.duration)} ({info.duration:.2f} s)",
+                format_timestamp(loc.stop),
+            )
+        )
     return out
 
 
 def _check_region(info: MediaInfo, loc: RegionLocator, ext: str) -> list[tuple[str, str, str | None, str | None]]:
     out: list[tuple[str, str, str | None, str | None]] = []
     if loc.page is not None and info.pages is not None and loc.page > info.pages:
-        out.append(("error", f"region on page {loc.page}, past the end of the document", f"1..{info.pages}", str(loc.page)))
+        out.append(
+            ("error", f"region on page {loc.page}, past the end of the document", f"1..{info.pages}", str(loc.page))
+        )
     if loc.box is None:
         return out
-    x0, y0, x1, y1 = loc.box
+    _, _, x1, y1 = loc.box
     if loc.box_units == "norm":
         if x1 > 1 or y1 > 1:
             out.append(("error", "normalized box outside 0..1", "coordinates in 0..1", str(list(loc.box))))
@@ -239,7 +311,9 @@ def _check_cells(info: MediaInfo, loc: CellRange, path: str) -> list[tuple[str, 
     sheet = loc.sheet
     if sheet is None:
         if len(names) != 1:
-            out.append(("warning", "cell range names no sheet in a workbook of several", "one of " + ", ".join(names), None))
+            out.append(
+                ("warning", "cell range names no sheet in a workbook of several", "one of " + ", ".join(names), None)
+            )
             return out
         sheet = names[0]
     if sheet not in info.sheets:
@@ -249,10 +323,16 @@ def _check_cells(info: MediaInfo, loc: CellRange, path: str) -> list[tuple[str, 
             out.append(("error", f"no sheet named {sheet!r}", "one of " + ", ".join(names), sheet))
             return out
     max_col, max_row = info.sheets[sheet]
-    c0, r0, c1, r1 = loc.bounds()
+    _, _, c1, r1 = loc.bounds()
     if (max_row and r1 > max_row) or (max_col and c1 > max_col):
-        out.append(("warning", f"cells {loc.ref} lie outside the used range of {sheet!r}",
-                    f"within {max_col} columns x {max_row} rows", loc.ref))  # fmt: skip
+        out.append(
+            (
+                "warning",
+                f"cells {loc.ref} lie outside the used range of {sheet!r}",
+                f"within {max_col} columns x {max_row} rows",
+                loc.ref,
+            )
+        )
     return out
 
 
@@ -278,17 +358,32 @@ def check_locators(ctx: CheckContext, rec: HippoCampRecord, i: int) -> Iterator[
         info = ctx.media(ev.file_path) if ev.file_path and ctx.root is not None else None
         ext = extension(ev.file_path)
         if info is not None and info.error and ev.locators:
-            yield ctx.problem("warning", "locators", rec, i, f"evidence[{j}].file_path",
-                              f"file could not be measured: {info.error}")  # fmt: skip
+            yield ctx.problem(
+                "warning", "locators", rec, i, f"evidence[{j}].file_path", f"file could not be measured: {info.error}"
+            )
         for k, loc in enumerate(ev.locators):
             field = f"evidence[{j}].evidence_locator[{k}]"
             if isinstance(loc, InvalidLocator):
-                yield ctx.problem("error", "locators", rec, i, field, f"malformed {loc.unit!r} locator: {loc.error}",
-                                  found=_short(loc.raw))  # fmt: skip
+                yield ctx.problem(
+                    "error",
+                    "locators",
+                    rec,
+                    i,
+                    field,
+                    f"malformed {loc.unit!r} locator: {loc.error}",
+                    found=_short(loc.raw),
+                )
                 continue
             if isinstance(loc, UnknownLocator):
-                yield ctx.problem("warning", "locators", rec, i, field,
-                                  f"unknown locator unit {loc.unit!r}: kept verbatim, not checked", found=_short(loc.raw))  # fmt: skip
+                yield ctx.problem(
+                    "warning",
+                    "locators",
+                    rec,
+                    i,
+                    field,
+                    f"unknown locator unit {loc.unit!r}: kept verbatim, not checked",
+                    found=_short(loc.raw),
+                )
                 continue
             mismatch = _fits_unit(loc, ev.file_path)
             if mismatch:
@@ -340,10 +435,21 @@ def check_answer_support(ctx: CheckContext, rec: HippoCampRecord, i: int) -> Ite
     computed = bool(rec.agent_cap and {"computation", "summarization"} & set(rec.agent_cap.reasoning))
     for fact in unsupported_facts(rec.answer, evidence):
         kind = _kind(fact)
-        note = " (the record's reasoning includes computation or summarization: it may be derived)" if computed and kind == "number" else ""
-        yield ctx.problem("warning", "answer-support", rec, i, "answer",
-                          f"{kind} {fact.text!r} of the answer does not appear in the linked evidence text{note}",
-                          expected="every number, date and name of the answer in the evidence", found=fact.text)  # fmt: skip
+        note = (
+            " (the record's reasoning includes computation or summarization: it may be derived)"
+            if computed and kind == "number"
+            else ""
+        )
+        yield ctx.problem(
+            "warning",
+            "answer-support",
+            rec,
+            i,
+            "answer",
+            f"{kind} {fact.text!r} of the answer does not appear in the linked evidence text{note}",
+            expected="every number, date and name of the answer in the evidence",
+            found=fact.text,
+        )
 
 
 @register("rule", "labels")
@@ -355,17 +461,39 @@ def check_labels(ctx: CheckContext, rec: HippoCampRecord, i: int) -> Iterator[Pr
         return
     reasoning = cap.reasoning
     if not reasoning:
-        yield ctx.problem("warning", "labels", rec, i, "agent_cap.reasoning", "no reasoning label",
-                          expected="basic, or any of computation, verification, summarization")  # fmt: skip
+        yield ctx.problem(
+            "warning",
+            "labels",
+            rec,
+            i,
+            "agent_cap.reasoning",
+            "no reasoning label",
+            expected="basic, or any of computation, verification, summarization",
+        )
     if "basic" in reasoning and len(set(reasoning)) > 1:
         others = sorted(set(reasoning) - {"basic"})
-        yield ctx.problem("error", "labels", rec, i, "agent_cap.reasoning",
-                          "'basic' excludes every other reasoning label",
-                          expected="basic alone, or higher-order labels without basic", found=", ".join(["basic", *others]))  # fmt: skip
+        yield ctx.problem(
+            "error",
+            "labels",
+            rec,
+            i,
+            "agent_cap.reasoning",
+            "'basic' excludes every other reasoning label",
+            expected="basic alone, or higher-order labels without basic",
+            found=", ".join(["basic", *others]),
+        )
     for label in reasoning:
         if label not in REASONING_LABELS:
-            yield ctx.problem("warning", "labels", rec, i, "agent_cap.reasoning", f"unknown reasoning label {label!r}",
-                              expected=", ".join(REASONING_LABELS), found=label)  # fmt: skip
+            yield ctx.problem(
+                "warning",
+                "labels",
+                rec,
+                i,
+                "agent_cap.reasoning",
+                f"unknown reasoning label {label!r}",
+                expected=", ".join(REASONING_LABELS),
+                found=label,
+            )
     for name, labels in (("search", cap.search), ("perception", cap.perception)):
         if not labels:
             yield ctx.problem("info", "labels", rec, i, f"agent_cap.{name}", f"no {name} label")
@@ -379,15 +507,23 @@ def check_groundedness(ctx: CheckContext, rec: HippoCampRecord, i: int) -> Itera
         return
     for s, step in enumerate(rec.rationale):
         if s > 0 and not step.evidence_keys:
-            yield ctx.problem("warning", "groundedness", rec, i, f"rationale[{s}].evidence_id",
-                              "a step after planning cites no evidence",
-                              expected="evidence ids for reading, integration and answer steps")  # fmt: skip
+            yield ctx.problem(
+                "warning",
+                "groundedness",
+                rec,
+                i,
+                f"rationale[{s}].evidence_id",
+                "a step after planning cites no evidence",
+                expected="evidence ids for reading, integration and answer steps",
+            )
         if not step.rationale_text.strip():
             yield ctx.problem("warning", "groundedness", rec, i, f"rationale[{s}].rationale_text", "empty step")
     cited = {ref for step in rec.rationale for ref in step.evidence_keys}
     for j, ev in enumerate(rec.evidence):
         if ev.key and ev.key not in cited:
-            yield ctx.problem("info", "groundedness", rec, i, f"evidence[{j}]", f"evidence {ev.key!r} is cited by no step")
+            yield ctx.problem(
+                "info", "groundedness", rec, i, f"evidence[{j}]", f"evidence {ev.key!r} is cited by no step"
+            )
 
 
 @register("rule", "support-set")
@@ -395,33 +531,73 @@ def check_support_set(ctx: CheckContext, rec: HippoCampRecord, i: int) -> Iterat
     """file_number counts file_path; file_modality and file_type agree with the files; evidence files are in the set."""
     paths = [normalize_path(p) for p in rec.file_path if p.strip()]
     if rec.file_number is not None and rec.file_number != len(rec.file_path):
-        yield ctx.problem("error", "support-set", rec, i, "file_number", "file_number is not the size of file_path",
-                          expected=str(len(rec.file_path)), found=str(rec.file_number))  # fmt: skip
+        yield ctx.problem(
+            "error",
+            "support-set",
+            rec,
+            i,
+            "file_number",
+            "file_number is not the size of file_path",
+            expected=str(len(rec.file_path)),
+            found=str(rec.file_number),
+        )
     dupes = [p for p, n in Counter(paths).items() if n > 1]
     if dupes:
-        yield ctx.problem("warning", "support-set", rec, i, "file_path", "file listed more than once", found=", ".join(dupes))
+        yield ctx.problem(
+            "warning", "support-set", rec, i, "file_path", "file listed more than once", found=", ".join(dupes)
+        )
     if rec.file_type:
         declared = {t.lower().lstrip(".") for t in rec.file_type}
         actual = {extension(p) for p in paths if extension(p)}
         if actual and declared != actual:
-            yield ctx.problem("warning", "support-set", rec, i, "file_type", "file types differ from the files' extensions",
-                              expected=", ".join(sorted(actual)), found=", ".join(sorted(declared)))  # fmt: skip
+            yield ctx.problem(
+                "warning",
+                "support-set",
+                rec,
+                i,
+                "file_type",
+                "file types differ from the files' extensions",
+                expected=", ".join(sorted(actual)),
+                found=", ".join(sorted(declared)),
+            )
     if rec.file_modality:
         declared_mod = set(rec.file_modality)
         for m in sorted(declared_mod - set(MODALITIES)):
-            yield ctx.problem("warning", "support-set", rec, i, "file_modality", f"unknown modality {m!r}",
-                              expected=", ".join(MODALITIES), found=m)  # fmt: skip
+            yield ctx.problem(
+                "warning",
+                "support-set",
+                rec,
+                i,
+                "file_modality",
+                f"unknown modality {m!r}",
+                expected=", ".join(MODALITIES),
+                found=m,
+            )
         for p in paths:
             allowed = allowed_modalities(p)
             if allowed and not allowed & declared_mod:
-                yield ctx.problem("warning", "support-set", rec, i, "file_modality",
-                                  f"no declared modality fits {p}", expected=" or ".join(sorted(allowed)),
-                                  found=", ".join(sorted(declared_mod)))  # fmt: skip
+                yield ctx.problem(
+                    "warning",
+                    "support-set",
+                    rec,
+                    i,
+                    "file_modality",
+                    f"no declared modality fits {p}",
+                    expected=" or ".join(sorted(allowed)),
+                    found=", ".join(sorted(declared_mod)),
+                )
     top = set(paths)
     for j, ev in enumerate(rec.evidence):
         if ev.file_path.strip() and normalize_path(ev.file_path) not in top:
-            yield ctx.problem("warning", "support-set", rec, i, f"evidence[{j}].file_path",
-                              "evidence file is not in the record's minimal file set (file_path)", found=ev.file_path)  # fmt: skip
+            yield ctx.problem(
+                "warning",
+                "support-set",
+                rec,
+                i,
+                f"evidence[{j}].file_path",
+                "evidence file is not in the record's minimal file set (file_path)",
+                found=ev.file_path,
+            )
     cited = {normalize_path(ev.file_path) for ev in rec.evidence}
     if rec.evidence:
         for p in paths:
