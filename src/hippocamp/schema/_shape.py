@@ -11,14 +11,16 @@ A model that was never read from JSON dumps in the canonical form of the request
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Self
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, PrivateAttr, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, PrivateAttr, ValidationInfo, model_validator
 
 Style = Literal["release", "paper"]
 STYLES: tuple[Style, ...] = ("release", "paper")
 
 _MISSING = object()
+_KEEP_RAW = "hippocamp.keep_raw"
+_KEEP = {_KEEP_RAW: True}
 
 
 class Shaped(BaseModel):
@@ -31,23 +33,26 @@ class Shaped(BaseModel):
     #: Key under which a field is written when it is not in the raw input, per style.
     style_keys: ClassVar[dict[str, dict[str, str]]] = {}
 
-    _raw: Any = PrivateAttr(default=_MISSING)
+    _raw: Any = PrivateAttr(default=None)
     _snapshot: dict[str, Any] | None = PrivateAttr(default=None)
 
-    def __init__(self, /, **data: Any) -> None:
-        # Built in code, not read from a file: there is no raw JSON to write back.
-        super().__init__(**data)
-        self._raw = _MISSING
-        self._snapshot = None
+    @classmethod
+    def model_validate(cls, obj: Any, *, context: Any | None = None, **kwargs: Any) -> Self:
+        """Validate JSON data and remember it, so that `dump` can give it back unchanged.
+
+        Models built in code (``Evidence(file_path=...)``) have no raw JSON and dump canonically.
+        """
+        return super().model_validate(obj, context=_KEEP if context is None else context, **kwargs)
 
     @model_validator(mode="wrap")
     @classmethod
-    def _remember_raw(cls, data: Any, handler: Any) -> Any:
+    def _remember_raw(cls, data: Any, handler: Any, info: ValidationInfo) -> Any:
         if isinstance(data, cls):
             return data
         obj = handler(cls.prepare(data))
-        obj._raw = data
-        obj._snapshot = obj._fields_json()
+        if info.context is not None and info.context.get(_KEEP_RAW):
+            obj._raw = data
+            obj._snapshot = obj._fields_json()
         return obj
 
     @classmethod
@@ -83,7 +88,7 @@ class Shaped(BaseModel):
     @property
     def raw(self) -> Any:
         """The JSON this model was read from, or None for a model built in code."""
-        return None if self._raw is _MISSING else self._raw
+        return self._raw
 
     def changed(self) -> bool:
         """True when the model no longer equals what was read (always True for new models)."""

@@ -1,0 +1,31 @@
+# The two commands of the README: `make demo` (main job, embedded defaults) and `make test`.
+# Both install what they need on a fresh machine: Debian packages, a virtualenv, the package.
+VENV ?= .venv
+PYTHON ?= python3
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint bench system clean
+
+demo: system $(STAMP)
+	$(VENV)/bin/hippocamp validate --example
+	$(VENV)/bin/hippocamp stats --example --out runs/example-stats
+
+test: system $(STAMP)
+	$(PY) -m ruff check src tests scripts bench
+	$(PY) -m ruff format --check src tests scripts bench
+	$(PY) -m pytest
+
+bench: system $(STAMP)
+	$(PY) bench/run.py
+
+system:
+	@scripts/install-system.sh
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	touch $(STAMP)
+
+clean:
+	rm -rf $(VENV) runs build src/*.egg-info

@@ -1,0 +1,3 @@
+from hippocamp.cli import main
+
+main()
