@@ -327,3 +327,25 @@ def test_wav_helper_makes_the_requested_length(tmp_path: Path):
     path = make_wav(tmp_path / "a.wav", 1.25)
     with wave.open(str(path)) as w:
         assert w.getnframes() / w.getframerate() == pytest.approx(1.25)
+
+
+def test_rule_3_docx_page_count_from_its_metadata(profile_dir: Path, good_records):
+    import zipfile
+
+    root = profile_dir / "Fullset/Tiny"
+    app = '<Properties xmlns="http://schemas.openxmlformats.org/officeDocument/2006/extended-properties"><Pages>2</Pages></Properties>'
+    with zipfile.ZipFile(root / "Docs/memo.docx", "w") as zf:
+        zf.writestr("docProps/app.xml", app)
+        zf.writestr("word/document.xml", "<w:document/>")
+    rec = good_records[0]
+    rec["file_path"], rec["file_type"] = ["Docs/memo.docx"], ["docx"]
+    rec["evidence"][0]["file_path"] = "Docs/memo.docx"
+    rec["evidence"][0]["evidence_locator"] = [
+        {"unit": "page", "position": 3},
+        {"unit": "page", "position": 2},
+    ]
+    report = run(profile_dir, [rec])
+    (problem,) = [p for p in report.problems if p.rule == "locators"]
+    # Word's saved page count can be stale: past it is a warning, not an error
+    assert problem.field == "evidence[0].evidence_locator[0]" and problem.severity == "warning"
+    assert problem.expected == "1..2" and "page count the document records" in problem.message
