@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from hippocamp.schema.io import RecordsFile, RecordsFileError, read_records
+from hippocamp.schema.io import RecordsFile, read_records
 from hippocamp.schema.problems import Problem
 
 __all__ = ["FileMeta", "Profile", "ProfileError", "load_profile", "normalize_path", "read_files_xlsx"]
@@ -304,6 +304,3 @@ def load_profile(
         file_meta=file_meta,
         problems=problems,
     )
-
-
-__all__ += ["RecordsFileError"]

@@ -113,8 +113,7 @@ class Shaped(BaseModel):
 
     @classmethod
     def _first_alias(cls, name: str) -> str:
-        keys = cls._keys_of(name)
-        return keys[0]
+        return cls._keys_of(name)[0]
 
     def dump(self, style: Style | None = None) -> Any:
         """JSON-ready value: the raw input where unchanged, re-encoded where changed."""
@@ -122,60 +121,45 @@ class Shaped(BaseModel):
         raw = self.raw
         if raw is not None and not self.changed():
             return raw
-        now = self._fields_json()
+        if isinstance(raw, dict):
+            return self._dump_over(raw, style)
+        return {
+            self.key_for(name, style): self.encode_field(name, style, None)
+            for name in type(self).model_fields
+            if getattr(self, name) is not None
+        }
+
+    def _dump_over(self, raw: dict[str, Any], style: Style) -> dict[str, Any]:
+        """Write over the raw object: its keys in order, changed fields re-encoded, new fields last."""
+        now, before = self._fields_json(), self._snapshot or {}
+        key_field = self._field_of_key()
+        extras = self.__pydantic_extra__ or {}
         out: dict[str, Any] = {}
         emitted: set[str] = set()
-        if isinstance(raw, dict):
-            key_field = self._field_of_key()
-            snapshot = self._snapshot or {}
-            extras = self.__pydantic_extra__ or {}
-            for key, raw_value in raw.items():
-                name = key_field.get(key)
-                if name is None:
-                    if key in extras:
-                        out[key] = extras[key]
-                    continue
-                if name in emitted:
-                    continue
-                emitted.add(name)
-                if now[name] == snapshot.get(name, _MISSING):
-                    out[key] = raw_value
-                    continue
-                value = getattr(self, name)
-                if value is None:
-                    continue
-                primary = key if key in self._aliases_only(name) else self.key_for(name, style)
-                out[primary] = self.encode_field(name, style, raw.get(primary, raw_value))
-            for key, value in extras.items():
-                if key not in raw:
-                    out[key] = value
-            defaults = snapshot
-        else:
-            defaults = {}
-        for name in type(self).model_fields:
+        for key, raw_value in raw.items():
+            name = key_field.get(key)
+            if name is None:  # a key no field reads: kept as an extra (possibly edited)
+                if key in extras:
+                    out[key] = extras[key]
+                continue
             if name in emitted:
                 continue
-            value = getattr(self, name)
-            if value is None:
-                continue
-            if name in defaults and now[name] == defaults[name] and raw is not None:
-                continue  # absent from the input and still at its default: keep it absent
-            if raw is not None and self._is_empty_default(name, value):
-                continue
-            out[self.key_for(name, style)] = self.encode_field(name, style, None)
+            emitted.add(name)
+            if now[name] == before.get(name, _MISSING):
+                out[key] = raw_value
+            elif getattr(self, name) is not None:
+                # under the key it was read from, unless that was a key it only consumes (``page``)
+                primary = key if key in self._aliases_only(name) else self.key_for(name, style)
+                out[primary] = self.encode_field(name, style, raw.get(primary, raw_value))
+        out.update({key: value for key, value in extras.items() if key not in raw})
+        for name in type(self).model_fields:
+            if name not in emitted and getattr(self, name) is not None and now[name] != before.get(name, _MISSING):
+                out[self.key_for(name, style)] = self.encode_field(name, style, None)  # set since reading
         return out
-
-    def _is_empty_default(self, name: str, value: Any) -> bool:
-        field = type(self).model_fields[name]
-        if field.is_required():
-            return False
-        default = field.get_default(call_default_factory=True)
-        return bool(value == default)
 
     @classmethod
     def _aliases_only(cls, name: str) -> list[str]:
-        keys = cls._keys_of(name)
-        return [k for k in keys if k not in cls.consumes]
+        return [k for k in cls._keys_of(name) if k not in cls.consumes]
 
     def default_style(self) -> Style:
         return "release"

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from hippocamp.schema.problems import Problem
+from hippocamp.schema.problems import Problem, short_repr
 from hippocamp.schema.record import HippoCampRecord
 
 __all__ = ["RecordsFile", "RecordsFileError", "dump_records", "read_records", "write_records"]
@@ -115,7 +115,7 @@ def read_records(path: str | Path) -> RecordsFile:
                         record_index=index,
                         field=_loc(err.get("loc", ())),
                         message=f"record cannot be read: {str(err.get('msg', '')).removeprefix('Value error, ')}",
-                        found=_short(err.get("input")),
+                        found=short_repr(err.get("input")),
                     )
                 )
             continue
@@ -148,13 +148,6 @@ def _loc(loc: tuple[Any, ...]) -> str:
         else:
             text += ("." if text else "") + str(part)
     return text
-
-
-def _short(value: Any, limit: int = 80) -> str | None:
-    if value is None:
-        return None
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def dump_records(source: RecordsFile | list[HippoCampRecord], records: list[HippoCampRecord] | None = None) -> Any:

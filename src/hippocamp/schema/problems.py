@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import json
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["VALIDATION_REPORT_VERSION", "Problem", "Severity", "ValidationReport"]
+__all__ = ["VALIDATION_REPORT_VERSION", "Problem", "Severity", "ValidationReport", "short_repr"]
 
 Severity = Literal["error", "warning", "info"]
 VALIDATION_REPORT_VERSION = "1"
+
+
+def short_repr(value: Any, limit: int = 80) -> str | None:
+    """A value as short text for a problem's ``found`` (JSON for structures, cut with an ellipsis)."""
+    if value is None:
+        return None
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class Problem(BaseModel):

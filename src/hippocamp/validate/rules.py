@@ -43,7 +43,7 @@ from hippocamp.schema.locators import (
     UnknownLocator,
     format_timestamp,
 )
-from hippocamp.schema.problems import Problem
+from hippocamp.schema.problems import Problem, short_repr
 from hippocamp.schema.record import QA_TYPES, REASONING_LABELS, HippoCampRecord
 from hippocamp.text.facts import DateFact, NameFact, NumberFact, TimeFact, unsupported_facts
 from hippocamp.validate.context import CheckContext
@@ -371,7 +371,7 @@ def check_locators(ctx: CheckContext, rec: HippoCampRecord, i: int) -> Iterator[
                     i,
                     field,
                     f"malformed {loc.unit!r} locator: {loc.error}",
-                    found=_short(loc.raw),
+                    found=short_repr(loc.raw),
                 )
                 continue
             if isinstance(loc, UnknownLocator):
@@ -382,7 +382,7 @@ def check_locators(ctx: CheckContext, rec: HippoCampRecord, i: int) -> Iterator[
                     i,
                     field,
                     f"unknown locator unit {loc.unit!r}: kept verbatim, not checked",
-                    found=_short(loc.raw),
+                    found=short_repr(loc.raw),
                 )
                 continue
             mismatch = _fits_unit(loc, ev.file_path)
@@ -406,13 +406,6 @@ def check_locators(ctx: CheckContext, rec: HippoCampRecord, i: int) -> Iterator[
                 findings = _check_line(info, loc)
             for severity, message, expected, found in findings:
                 yield ctx.problem(severity, "locators", rec, i, field, message, expected=expected, found=found)  # type: ignore[arg-type]
-
-
-def _short(value: object, limit: int = 80) -> str:
-    import json
-
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # -- rule 4 ----------------------------------------------------------------------------------------
