@@ -1,0 +1,35 @@
+"""Text embeddings: one `Embedder` protocol, providers registered under kind ``embedder``.
+
+An embedder turns texts into L2-normalized float32 vectors. Models with a query/passage convention
+(e5: ``"query: "`` / ``"passage: "``) apply it themselves: callers say which side a text is on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal, Protocol, runtime_checkable
+
+import numpy as np
+
+__all__ = ["Embedder", "Side", "normalize_rows"]
+
+Side = Literal["query", "passage"]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Embeds texts in batches; vectors are float32, one row per text, L2-normalized."""
+
+    #: a stable id of the model and its weights (e.g. ``"minilm-l6-int8@sha256:ab12..."``), used in caches
+    id: str
+    dim: int
+
+    def embed(self, texts: Sequence[str], side: Side = "passage", batch_size: int = 64) -> np.ndarray: ...
+
+
+def normalize_rows(matrix: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (zero rows stay zero), as float32."""
+    matrix = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return matrix / norms

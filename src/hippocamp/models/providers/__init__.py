@@ -1,0 +1,1 @@
+"""Built-in model providers; each registers under kind ``provider`` (see `hippocamp.registry`)."""

@@ -1,0 +1,29 @@
+"""Where hippocamp keeps things on the user's machine (XDG conventions, overridable)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["cache_dir", "config_dir", "models_dir"]
+
+
+def cache_dir() -> Path:
+    """``$HIPPOCAMP_CACHE_DIR``, else ``$XDG_CACHE_HOME/hippocamp``, else ``~/.cache/hippocamp``."""
+    explicit = os.environ.get("HIPPOCAMP_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "hippocamp"
+
+
+def models_dir() -> Path:
+    """Where assembled local model files live: ``$HIPPOCAMP_MODELS_DIR`` or ``<cache>/models``."""
+    explicit = os.environ.get("HIPPOCAMP_MODELS_DIR")
+    return Path(explicit) if explicit else cache_dir() / "models"
+
+
+def config_dir() -> Path:
+    """``$XDG_CONFIG_HOME/hippocamp`` or ``~/.config/hippocamp`` (price table, settings)."""
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "hippocamp"
