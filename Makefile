@@ -14,7 +14,7 @@ demo: system $(STAMP)
 test: system $(STAMP)
 	$(PY) -m ruff check src tests scripts bench
 	$(PY) -m ruff format --check src tests scripts bench
-	$(PY) -m pytest
+	HIPPOCAMP_REQUIRE_MODELS=1 $(PY) -m pytest
 
 bench: system $(STAMP)
 	$(PY) bench/run.py
@@ -24,7 +24,7 @@ system:
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	CMAKE_ARGS="-DLLAVA_BUILD=OFF" $(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,local]'
 	touch $(STAMP)
 
 clean:

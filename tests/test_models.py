@@ -262,3 +262,36 @@ def test_mock_scripts_by_prompt_and_callable():
     empty = get_model("mock", outputs=[])
     with pytest.raises(ModelError, match="script exhausted"):
         run(empty.generate(USER))
+
+
+def test_concurrency_limit_is_shared_by_models_of_one_id():
+    active = peak = 0
+
+    class Counting(MockBackend):
+        async def complete(self, request: ChatRequest) -> Generation:
+            nonlocal active, peak
+            active += 1
+            peak = max(peak, active)
+            await asyncio.sleep(0.01)
+            active -= 1
+            return Generation(model=self.id, text="ok")
+
+    models = []
+    for _ in range(2):
+        m = get_model("mock:shared", settings=ModelSettings(max_concurrency=2))
+        m.backend = Counting(name="shared")
+        models.append(m)
+
+    async def many():
+        calls = [m.generate([{"role": "user", "content": str(i)}]) for i in range(6) for m in models]
+        return await asyncio.gather(*calls)
+
+    assert len(run(many())) == 12
+    assert peak == 2
+
+
+def test_no_cache_environment_variable(monkeypatch, tmp_path: Path):
+    monkeypatch.setenv("HIPPOCAMP_NO_CACHE", "1")
+    assert ModelSettings().cache is False
+    monkeypatch.delenv("HIPPOCAMP_NO_CACHE")
+    assert ModelSettings().cache is None

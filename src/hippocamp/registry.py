@@ -19,6 +19,7 @@ ENTRY_POINT_GROUP = "hippocamp.plugins"
 #: Modules holding the built-ins of each kind; imported on first use of the kind.
 BUILTINS: dict[str, tuple[str, ...]] = {
     "rule": ("hippocamp.validate.rules",),
+    "embedder": ("hippocamp.models.embedders",),
     "provider": (
         "hippocamp.models.providers.mock",
         "hippocamp.models.providers.openai_compat",

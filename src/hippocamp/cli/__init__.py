@@ -16,6 +16,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "validate": ("hippocamp.cli.validate", "validate", "Check HippoCamp records against their profile's files."),
     "stats": ("hippocamp.cli.stats", "stats", "Counts, distributions and difficulty of a set of records."),
     "example": ("hippocamp.cli.example", "example", "Where the bundled example profile is, or a copy of it."),
+    "models": ("hippocamp.cli.models", "models", "List, install, check and chat with models."),
+    "cache": ("hippocamp.cli.models", "cache", "The model request cache: stats and clear."),
 }
 
 

@@ -53,6 +53,8 @@ def get_model(spec: str, settings: ModelSettings | None = None, **options: Any) 
     try:
         factory = registry.get("provider", provider)
     except registry.UnknownPluginError as exc:
-        raise ModelNotAvailableError(f"unknown model provider {provider!r} in {spec!r}; known: {', '.join(exc.known)}") from None
+        raise ModelNotAvailableError(
+            f"unknown model provider {provider!r} in {spec!r}; known: {', '.join(exc.known)}"
+        ) from None
     backend = factory(name, **options)
     return Model(backend, provider=provider, name=name, settings=settings)

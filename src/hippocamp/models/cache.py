@@ -12,6 +12,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from hippocamp.models.types import Generation
 from hippocamp.paths import cache_dir
@@ -41,7 +42,7 @@ class CacheStats:
 
 
 class RequestCache:
-    _shared: dict[Path, RequestCache] = {}
+    _shared: ClassVar[dict[Path, RequestCache]] = {}
     _shared_lock = threading.Lock()
 
     def __init__(self, path: Path):

@@ -9,8 +9,10 @@ and usage and cost accounting. Failures surface as `ModelError` with their cause
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,12 +50,16 @@ class ModelSettings:
 
     timeout: float | None = 300.0
     retry: RetryPolicy = field(default_factory=RetryPolicy)
-    cache: bool | None = None
+    #: HIPPOCAMP_NO_CACHE=1 turns the cache off wherever a setting does not say otherwise
+    cache: bool | None = field(default_factory=lambda: False if os.environ.get("HIPPOCAMP_NO_CACHE") else None)
     cache_path: Path | None = None
     max_concurrency: int | None = None
 
 
 Sleep = Callable[[float], Awaitable[Any]]
+_SEMAPHORES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, int], asyncio.Semaphore]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 class Model:
@@ -76,7 +82,6 @@ class Model:
         self._sleep = sleep
         self._rng = rng or random.Random()
         self._usage = Usage(cost_usd=0.0)
-        self._semaphores: dict[int, asyncio.Semaphore] = {}
         self._cache: RequestCache | None = None
 
     def __repr__(self) -> str:
@@ -92,10 +97,12 @@ class Model:
         return self.settings.max_concurrency or self.backend.max_concurrency
 
     def _semaphore(self) -> asyncio.Semaphore:
-        loop = id(asyncio.get_running_loop())
-        if loop not in self._semaphores:
-            self._semaphores[loop] = asyncio.Semaphore(self.max_concurrency)
-        return self._semaphores[loop]
+        """The concurrency limit of this model id, shared by every `Model` of it in this event loop."""
+        per_loop = _SEMAPHORES.setdefault(asyncio.get_running_loop(), {})
+        key = (self.id, self.max_concurrency)
+        if key not in per_loop:
+            per_loop[key] = asyncio.Semaphore(self.max_concurrency)
+        return per_loop[key]
 
     def _request_cache(self) -> RequestCache:
         if self._cache is None:
@@ -151,7 +158,9 @@ class Model:
             gen = await self._parse_or_repair(request, gen, fmt, use_cache)
         return gen
 
-    async def _parse_or_repair(self, request: ChatRequest, gen: Generation, fmt: OutputFormat, cache: bool) -> Generation:
+    async def _parse_or_repair(
+        self, request: ChatRequest, gen: Generation, fmt: OutputFormat, cache: bool
+    ) -> Generation:
         try:
             return gen.model_copy(update={"parsed": fmt.parse(gen.text)})
         except ValueError as first:
@@ -162,7 +171,8 @@ class Model:
                         {"role": "assistant", "content": gen.text},
                         {
                             "role": "user",
-                            "content": f"That reply was not valid: {first}. Reply again with only the corrected JSON object.",
+                            "content": f"That reply was not valid: {first}. "
+                            "Reply again with only the corrected JSON object.",
                         },
                     ]
                 }
@@ -172,7 +182,9 @@ class Model:
             try:
                 parsed = fmt.parse(second.text)
             except ValueError as exc:
-                raise ModelOutputError(f"no valid {fmt.name} after one repair retry: {exc}", second.text, self.id) from None
+                raise ModelOutputError(
+                    f"no valid {fmt.name} after one repair retry: {exc}", second.text, self.id
+                ) from None
             return second.model_copy(
                 update={"parsed": parsed, "usage": merged_usage, "attempts": gen.attempts + second.attempts}
             )

@@ -117,7 +117,12 @@ def verify_file(path: Path, sha256: str, size: int | None = None) -> None:
     key = str(path.resolve())
     index = _load_index()
     seen = index.get(key)
-    if seen and seen.get("size") == st.st_size and seen.get("mtime_ns") == st.st_mtime_ns and seen.get("sha256") == sha256:
+    if (
+        seen
+        and seen.get("size") == st.st_size
+        and seen.get("mtime_ns") == st.st_mtime_ns
+        and seen.get("sha256") == sha256
+    ):
         return
     actual = sha256_of(path)
     if actual != sha256:

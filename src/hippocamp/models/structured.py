@@ -111,7 +111,9 @@ def check_schema(data: Any, schema: dict[str, Any], path: str = "") -> list[str]
     problems: list[str] = []
     expected = schema.get("type")
     if isinstance(expected, str) and expected in _JSON_TYPES:
-        ok = isinstance(data, _JSON_TYPES[expected]) and not (expected in ("integer", "number") and isinstance(data, bool))
+        ok = isinstance(data, _JSON_TYPES[expected]) and not (
+            expected in ("integer", "number") and isinstance(data, bool)
+        )
         if not ok:
             return [f"{where}: expected {expected}, got {type(data).__name__}"]
     if "enum" in schema and data not in schema["enum"]:

@@ -142,7 +142,7 @@ def minimal_instance(schema: dict[str, Any], root: dict[str, Any]) -> Any:
     if kind == "object":
         props = schema.get("properties", {})
         return {k: minimal_instance(props.get(k, {}), root) for k in schema.get("required", [])}
-    return {"array": [], "string": "", "integer": 0, "number": 0, "boolean": False, "null": None}.get(kind, None)
+    return {"array": [], "string": "", "integer": 0, "number": 0, "boolean": False, "null": None}.get(kind)
 
 
 @register("provider", "mock")

@@ -65,7 +65,9 @@ class OpenAIBackend:
             except (openai.APITimeoutError, openai.APIConnectionError) as exc:
                 raise TransientModelError(f"{type(exc).__name__}: {_message(exc)}", self.id) from None
             except openai.AuthenticationError as exc:
-                raise ModelError(f"authentication failed ({_message(exc)}); check the API key variable", self.id) from None
+                raise ModelError(
+                    f"authentication failed ({_message(exc)}); check the API key variable", self.id
+                ) from None
             except openai.APIStatusError as exc:
                 if exc.status_code == 429 or exc.status_code >= 500:
                     raise TransientModelError(f"HTTP {exc.status_code}: {_message(exc)}", self.id) from None
@@ -149,7 +151,9 @@ def _tool_call(call: Any) -> ToolCall:
         args = json.loads(raw)
     except json.JSONDecodeError:
         args = {"_raw": raw}
-    return ToolCall(id=call.id or "call_0", name=call.function.name, arguments=args if isinstance(args, dict) else {"_raw": args})
+    return ToolCall(
+        id=call.id or "call_0", name=call.function.name, arguments=args if isinstance(args, dict) else {"_raw": args}
+    )
 
 
 def _schema_name(name: str) -> str:
@@ -170,7 +174,10 @@ def _message(exc: Exception) -> str:
 
 def _with_system(messages: list[dict[str, Any]], instruction: str) -> list[dict[str, Any]]:
     if messages and messages[0].get("role") == "system":
-        return [{**messages[0], "content": f"{messages[0].get('content') or ''}\n\n{instruction}".strip()}, *messages[1:]]
+        return [
+            {**messages[0], "content": f"{messages[0].get('content') or ''}\n\n{instruction}".strip()},
+            *messages[1:],
+        ]
     return [{"role": "system", "content": instruction}, *messages]
 
 

