@@ -69,6 +69,9 @@ class OpenAIBackend:
                     f"authentication failed ({_message(exc)}); check the API key variable", self.id
                 ) from None
             except openai.APIStatusError as exc:
+                # some servers (llama.cpp's) answer 500 when they reject a field: fall back, do not retry
+                if exc.status_code >= 500 and _is_rejection(exc) and self._downgrade(request, exc):
+                    continue
                 if exc.status_code == 429 or exc.status_code >= 500:
                     raise TransientModelError(f"HTTP {exc.status_code}: {_message(exc)}", self.id) from None
                 raise ModelError(f"HTTP {exc.status_code}: {_message(exc)}", self.id) from None
@@ -154,6 +157,11 @@ def _tool_call(call: Any) -> ToolCall:
     return ToolCall(
         id=call.id or "call_0", name=call.function.name, arguments=args if isinstance(args, dict) else {"_raw": args}
     )
+
+
+def _is_rejection(exc: Exception) -> bool:
+    text = _message(exc).lower()
+    return any(marker in text for marker in ("validation error", "input should be", "unsupported", "not supported"))
 
 
 def _schema_name(name: str) -> str:
