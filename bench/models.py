@@ -66,17 +66,20 @@ def bench_local(name: str, threads: int, repeat: int = 3) -> dict[str, float]:
     load_s = time.perf_counter() - t
     prompt_tps, gen_tps = [], []
     for i in range(repeat):
-        llm.reset()
         text = f"[{i}] " + PROMPT  # a different prefix each time: no prompt reuse
+        llm.reset()
         tokens = llm.tokenize(text.encode())
         t = time.perf_counter()
         llm.eval(tokens)
-        prompt_tps.append(len(tokens) / (time.perf_counter() - t))
+        prompt_rate = len(tokens) / (time.perf_counter() - t)
+        prompt_tps.append(prompt_rate)
+        llm.reset()
         t = time.perf_counter()
-        out = llm.create_completion(text, max_tokens=48, temperature=0.0)
+        out = llm.create_chat_completion([{"role": "user", "content": text}], max_tokens=64, temperature=0.0)
         elapsed = time.perf_counter() - t
-        generated = out["usage"]["completion_tokens"]
-        gen_tps.append(generated / max(elapsed, 1e-9))
+        usage = out["usage"]
+        generating = max(elapsed - usage["prompt_tokens"] / prompt_rate, 1e-6)
+        gen_tps.append(usage["completion_tokens"] / generating)
     return {
         "load_s": load_s,
         "prompt_tok_s": statistics.median(prompt_tps),

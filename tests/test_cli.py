@@ -93,3 +93,29 @@ def test_console_script_starts_without_heavy_imports():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "[]"
+
+
+def test_models_commands_with_the_mock():
+    listing = invoke("models", "list")
+    assert listing.exit_code == 0
+    assert "mock" in listing.output and "qwen2.5-coder-1.5b" in listing.output and "default chat model" in listing.output
+    check = invoke("models", "check", "mock")
+    assert check.exit_code == 0 and "json:     ok" in check.output
+    chat = CliRunner().invoke(main, ["models", "chat", "mock"], input="hello there\n\n")
+    assert chat.exit_code == 0 and "mock: hello there" in chat.output
+    bad = CliRunner().invoke(main, ["models", "check", "nope:x"])
+    assert bad.exit_code == 1 and "unknown model provider" in bad.output
+    missing = CliRunner().invoke(main, ["models", "install", "no-such-model"])
+    assert missing.exit_code == 1 and "unknown local model" in missing.output
+
+
+def test_cache_commands(tmp_path: Path):
+    import asyncio
+
+    from hippocamp.models import get_model
+
+    asyncio.run(get_model("mock").generate([{"role": "user", "content": "x"}], cache=True))
+    stats = invoke("cache", "stats")
+    assert stats.exit_code == 0 and "1 entries" in stats.output and "mock" in stats.output
+    assert "removed 1 entries" in invoke("cache", "clear").output
+    assert "0 entries" in invoke("cache", "stats").output
