@@ -20,6 +20,14 @@ ENTRY_POINT_GROUP = "hippocamp.plugins"
 BUILTINS: dict[str, tuple[str, ...]] = {
     "rule": ("hippocamp.validate.rules",),
     "embedder": ("hippocamp.models.embedders",),
+    "reader": (
+        "hippocamp.perceive.pdf",
+        "hippocamp.perceive.text",
+        "hippocamp.perceive.office",
+        "hippocamp.perceive.mail",
+        "hippocamp.perceive.calendar",
+        "hippocamp.perceive.media",
+    ),
     "provider": (
         "hippocamp.models.providers.mock",
         "hippocamp.models.providers.openai_compat",

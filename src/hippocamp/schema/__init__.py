@@ -4,6 +4,7 @@ from hippocamp.schema.io import RecordsFile, RecordsFileError, dump_records, rea
 from hippocamp.schema.locators import (
     CellRange,
     InvalidLocator,
+    ItemLocator,
     LineLocator,
     Locator,
     PageLocator,
@@ -25,6 +26,7 @@ __all__ = [
     "Evidence",
     "HippoCampRecord",
     "InvalidLocator",
+    "ItemLocator",
     "LineLocator",
     "Locator",
     "PageLocator",

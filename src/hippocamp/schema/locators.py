@@ -15,6 +15,7 @@ time          timestamp, time, time_range, seconds, ...    ``{"start": "00:01:02
 cells         cell, cells, range, sheet, spreadsheet, ...  ``"Sheet1!A1:B4"``, ``{"sheet": ..., "range": ...}``
 slide         slide, slides                                ``4``, ``{"slide": 4}``, ``"4-5"``
 line          line, lines, message, paragraph, ...         ``12``, ``"12-15"``, ``{"message_id": "m3"}``
+item          item, event, record, email, attachment, ...  ``{"id": "uid-1", "at": "2024-10-12T10:30"}``, ``3``
 ============  ===========================================  =========================================
 
 A unit we do not know becomes an `UnknownLocator` that keeps unit and position verbatim; a known
@@ -35,6 +36,7 @@ from hippocamp.schema._shape import Shaped, Style
 __all__ = [
     "CellRange",
     "InvalidLocator",
+    "ItemLocator",
     "LineLocator",
     "Locator",
     "PageLocator",
@@ -499,6 +501,48 @@ class LineLocator(Locator):
         return out
 
 
+class ItemLocator(Locator):
+    """An item of a file that holds many: a calendar event (occurrence), a mail in a mailbox, a
+    record of a JSON export, an attachment. ``id`` (UID, Message-ID, key), ``index`` (1-based
+    position) and ``at`` (an occurrence's start, ISO 8601) are each optional; one must be given."""
+
+    kind: ClassVar[str] = "item"
+    canonical_unit: ClassVar[str] = "item"
+    id: str | None = None
+    index: int | None = None
+    at: str | None = None
+
+    @classmethod
+    def prepare(cls, data: Any) -> Any:
+        unit, pos = _unit_position(data)
+        if isinstance(pos, dict):
+            raw_id = _first(pos, "id", "uid", "message_id", "key", "name")
+            raw_index = _first(pos, "index", "number", "n")
+            raw_at = _first(pos, "at", "start", "occurrence", "date")
+        elif isinstance(pos, int) and not isinstance(pos, bool):
+            raw_id, raw_index, raw_at = None, pos, None
+        else:
+            raw_id, raw_index, raw_at = pos, None, None
+        index = None if raw_index is None else _as_int(raw_index, "item")
+        if index is not None and index < 1:
+            raise ValueError(f"item indexes are 1-based, got {index}")
+        if raw_id is None and index is None and raw_at is None:
+            raise ValueError(f"item locator needs an id, an index or a time, got {pos!r}")
+        return {
+            "unit": unit,
+            "id": None if raw_id is None else str(raw_id),
+            "index": index,
+            "at": None if raw_at is None else str(raw_at),
+        }
+
+    def position(self) -> Any:
+        out: dict[str, Any] = {}
+        for key in ("id", "index", "at"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        return out
+
+
 class UnknownLocator(Locator):
     """A unit hippocamp does not know: kept verbatim, reported by the validator."""
 
@@ -558,6 +602,7 @@ _alias(
 _alias(CellRange, "cell", "cells", "cell_range", "range", "sheet", "spreadsheet", "sheet_range", "a1")
 _alias(SlideLocator, "slide", "slides", "slide_number")
 _alias(LineLocator, "line", "lines", "line_range", "message", "message_id", "msg", "paragraph", "row_line")
+_alias(ItemLocator, "item", "event", "record", "entry", "email", "mail", "attachment", "part")
 
 
 def _norm_unit(unit: str) -> str:

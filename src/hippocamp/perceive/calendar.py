@@ -1,0 +1,1 @@
+"""Placeholder until the calendar readers land (being written now)."""

@@ -1,0 +1,1 @@
+"""Placeholder until the mail readers land (being written now)."""

@@ -1,0 +1,1 @@
+"""Placeholder until the media readers land (being written now)."""

@@ -1,0 +1,1 @@
+"""Placeholder until the office readers land (being written now)."""

@@ -1,0 +1,183 @@
+"""Perceiving one file: pick its reader, guard against bad input, record what happened.
+
+`perceive_file` never raises for a bad file. Zero-byte files, files above the size cap, symlinks
+leaving the profile (never followed), unreadable permissions, corrupt content and crashing readers
+each become a `FileResult` with status ``failed`` or ``skipped`` and the reason; files without a
+reader get metadata only (modality ``other`` when the type is unknown).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from hippocamp import registry
+from hippocamp.perceive.base import PerceiveOptions, ReadContext, Reader, ReadError, ext_of
+from hippocamp.schema.filetypes import modality_of
+from hippocamp.schema.locators import Locator
+from hippocamp.schema.segment import FileInfo, Segment
+
+__all__ = ["FileResult", "Status", "perceive_file", "reader_for", "readers"]
+
+Status = Literal["ok", "partial", "metadata", "failed", "skipped"]
+
+
+@dataclass
+class FileResult:
+    """What perception made of one file."""
+
+    path: str
+    info: FileInfo | None
+    modality: str
+    status: Status
+    reader: str | None = None
+    segments: list[Segment] = field(default_factory=list)
+    reason: str | None = None
+    notes: list[str] = field(default_factory=list)
+    sha256: str | None = None
+
+
+def readers() -> dict[str, Reader]:
+    """Every registered reader by name (instances)."""
+    return {name: cls() for name, cls in registry.items("reader")}
+
+
+_by_ext: dict[str, Reader] | None = None
+
+
+def reader_for(ext: str) -> Reader | None:
+    """The reader registered for an extension (later registrations win, so plug-ins can override)."""
+    global _by_ext
+    if _by_ext is None or len(_by_ext) == 0:
+        _by_ext = {}
+        for reader in readers().values():
+            for e in reader.extensions:
+                _by_ext[e] = reader
+    return _by_ext.get(ext.lower())
+
+
+def _stamp(ts: float) -> datetime:
+    return datetime.fromtimestamp(ts, tz=UTC).replace(tzinfo=None)
+
+
+def file_info(path: Path) -> FileInfo:
+    st = path.stat()
+    created = getattr(st, "st_birthtime", None) or st.st_ctime
+    return FileInfo(size=st.st_size, type=ext_of(path), created=_stamp(created), modified=_stamp(st.st_mtime))
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while block := fh.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _outside(root: Path, path: Path) -> bool:
+    try:
+        path.resolve().relative_to(root.resolve())
+        return False
+    except ValueError:
+        return True
+
+
+def perceive_file(root: Path, rel: str, options: PerceiveOptions | None = None, hash_file: bool = True) -> FileResult:
+    """Read ``root/rel`` into segments; every problem is recorded in the result, never raised."""
+    options = options or PerceiveOptions()
+    path = root / rel
+    modality = modality_of(rel) or "other"
+    if path.is_symlink() and _outside(root, path):
+        return FileResult(rel, None, modality, "skipped", reason="symlink pointing outside the profile (not followed)")
+    try:
+        info = file_info(path)
+    except OSError as exc:
+        return FileResult(rel, None, modality, "failed", reason=f"cannot stat: {exc.strerror or exc}")
+    result = FileResult(rel, info, modality, "ok")
+    if not os.access(path, os.R_OK):
+        result.status, result.reason = "failed", "permission denied"
+        return result
+    if info.size == 0:
+        result.status, result.reason = "failed", "empty file (0 bytes)"
+        return result
+    if hash_file:
+        try:
+            result.sha256 = sha256_file(path)
+        except OSError as exc:
+            result.status, result.reason = "failed", f"cannot read: {exc.strerror or exc}"
+            return result
+    if info.size > options.max_bytes:
+        result.status = "skipped"
+        result.reason = f"larger than the cap ({info.size} > {options.max_bytes} bytes): metadata only"
+        return result
+    reader = reader_for(info.type)
+    if reader is None:
+        result.status, result.reason = "metadata", f"no reader for .{info.type or '(no extension)'}: metadata only"
+        return result
+    result.reader = reader.name
+    ctx = ReadContext(rel_path=rel, info=info, options=options, _nested=_read_nested)
+    try:
+        segments = reader.read(path, ctx)
+    except ReadError as exc:
+        result.status, result.reason, result.notes = "failed", str(exc), ctx.notes
+        return result
+    except MemoryError:
+        result.status, result.reason = "failed", "out of memory while reading"
+        return result
+    except Exception as exc:  # a reader bug or a library choking on odd input: recorded, the run goes on
+        result.status, result.reason = "failed", f"{reader.name} reader failed: {type(exc).__name__}: {exc}"
+        result.notes = ctx.notes
+        return result
+    result.segments = _number([s for s in segments if s.text.strip() or s.meta])
+    result.notes = ctx.notes
+    if ctx.notes:
+        result.status = "partial"
+    return result
+
+
+def _number(segments: list[Segment]) -> list[Segment]:
+    for i, seg in enumerate(segments):
+        seg.ordinal = i
+    return segments
+
+
+def _read_nested(name: str, data: bytes, within: list[Locator], parent: ReadContext) -> list[Segment]:
+    """Read an embedded file (attachment) with its own reader; its segments stay on the container's path."""
+    ext = ext_of(name)
+    reader = reader_for(ext)
+    if reader is None:
+        parent.note(f"attachment {name!r}: no reader for .{ext or '(none)'}")
+        return []
+    info = FileInfo(size=len(data), type=ext, created=parent.info.created, modified=parent.info.modified)
+    ctx = ReadContext(
+        rel_path=parent.rel_path,
+        info=info,
+        options=parent.options,
+        within=within,
+        depth=parent.depth + 1,
+        _nested=_read_nested,
+    )
+    with tempfile.TemporaryDirectory(prefix="hippocamp-nested-") as tmp:
+        target = Path(tmp) / (Path(name).name or f"attachment.{ext}")
+        target.write_bytes(data)
+        try:
+            segments = reader.read(target, ctx)
+        except ReadError as exc:
+            parent.note(f"attachment {name!r} could not be read: {exc}")
+            return []
+        except Exception as exc:  # same policy as top-level files
+            parent.note(f"attachment {name!r}: {reader.name} reader failed: {type(exc).__name__}: {exc}")
+            return []
+    for note in ctx.notes:
+        parent.note(f"attachment {name!r}: {note}")
+    modality = modality_of(name) or "other"
+    for seg in segments:
+        seg.meta.setdefault("attachment", name)
+        if seg.modality == "other":
+            seg.modality = modality
+    return segments

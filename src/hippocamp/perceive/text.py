@@ -1,0 +1,1 @@
+"""Placeholder until the text readers land (being written now)."""

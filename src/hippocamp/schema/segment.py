@@ -1,0 +1,83 @@
+"""`Segment`: one located piece of a file's content, what perception produces and the store holds.
+
+A segment names its file by profile-relative POSIX path, its modality, its text, and where in the
+file it sits (a typed locator: a page, a cell range, a slide, seconds of audio, an event). Content
+nested in a container (an attachment of a mail in a mailbox) says how to get there in ``within``,
+outermost first, e.g. ``[{"unit": "email", "position": {"index": 3}}, {"unit": "attachment",
+"position": {"id": "report.pdf"}}]`` with ``locator`` the page inside the attachment.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
+
+from hippocamp.schema.locators import Locator, parse_locator
+
+__all__ = ["SEGMENT_VERSION", "FileInfo", "Segment"]
+
+SEGMENT_VERSION = "1"
+
+
+class FileInfo(BaseModel):
+    """What is known of a file without reading it: size, type (extension), times."""
+
+    model_config = ConfigDict(frozen=True)
+
+    size: int
+    type: str
+    created: datetime | None = None
+    modified: datetime | None = None
+
+
+class Segment(BaseModel):
+    """One located piece of evidence."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    path: str
+    modality: str
+    text: str
+    locator: Locator | None = None
+    within: list[Locator] = Field(default_factory=list)
+    #: reader-specific facts: EXIF fields, mail headers, event attendees, OCR confidence, ...
+    meta: dict[str, Any] = Field(default_factory=dict)
+    #: 0-based order of the segment in its file
+    ordinal: int = 0
+
+    @field_validator("locator", mode="before")
+    @classmethod
+    def _locator(cls, v: Any) -> Any:
+        return None if v is None else parse_locator(v)
+
+    @field_validator("within", mode="before")
+    @classmethod
+    def _within(cls, v: Any) -> Any:
+        return [parse_locator(x) for x in (v or [])]
+
+    @field_serializer("locator")
+    def _dump_locator(self, v: Locator | None) -> Any:
+        return None if v is None else v.dump()
+
+    @field_serializer("within")
+    def _dump_within(self, v: list[Locator]) -> Any:
+        return [x.dump() for x in v]
+
+    def where(self) -> str:
+        """A short human-readable location: ``report.pdf p.3``, ``budget.xlsx October!B2:D9``."""
+        parts = [self.path]
+        parts += [_short(loc) for loc in self.within]
+        if self.locator is not None:
+            parts.append(_short(self.locator))
+        return " › ".join(parts)
+
+
+def _short(loc: Locator) -> str:
+    pos = loc.position()
+    if isinstance(pos, dict):
+        text = ", ".join(f"{k}={v}" for k, v in pos.items())
+    else:
+        text = str(pos)
+    return f"{loc.unit or loc.canonical_unit} {text}"
