@@ -76,8 +76,5 @@ class Segment(BaseModel):
 
 def _short(loc: Locator) -> str:
     pos = loc.position()
-    if isinstance(pos, dict):
-        text = ", ".join(f"{k}={v}" for k, v in pos.items())
-    else:
-        text = str(pos)
+    text = ", ".join(f"{k}={v}" for k, v in pos.items()) if isinstance(pos, dict) else str(pos)
     return f"{loc.unit or loc.canonical_unit} {text}"

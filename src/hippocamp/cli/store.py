@@ -1,0 +1,209 @@
+"""``hippocamp index``, ``search``, ``export-gold`` and ``doctor``: the profile store from the command line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from hippocamp.cli._common import console, fail
+
+PROFILE = click.argument("profile", type=click.Path(exists=True, file_okay=False, path_type=Path))
+STORE = click.option("--store", "store_path", type=click.Path(dir_okay=False, path_type=Path),
+                     help="The store file (default: one per profile in the hippocamp cache).")  # fmt: skip
+
+
+def _root(profile: Path) -> Path:
+    """The file tree of a profile folder (release layout ``<Name>/Fullset/<Name>/`` or a plain tree)."""
+    from hippocamp.dataset.profile import ProfileError, load_profile
+    from hippocamp.schema.io import RecordsFileError
+
+    try:
+        loaded = load_profile(profile)
+    except (ProfileError, RecordsFileError):
+        return profile
+    return loaded.root or profile
+
+
+def _open_store(profile: Path, store_path: Path | None, create: bool):  # type: ignore[no-untyped-def]
+    from hippocamp.store import Store, StoreError, default_store_path
+
+    root = _root(profile)
+    try:
+        return root, Store(store_path or default_store_path(root), root=root, create=create)
+    except StoreError as exc:
+        fail(str(exc))
+
+
+@click.command("index")
+@PROFILE
+@STORE
+@click.option("--workers", type=int, help="Reader processes (default: up to 4, by cores).")
+@click.option("--no-embed", is_flag=True, help="Skip embeddings (BM25 search only).")
+@click.option("--embedder", help="Registered embedder name (default: the bundled one).")
+@click.option("--gold", "gold_dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="A HippoCamp_Gold folder: use its parsed text for the files it covers.")  # fmt: skip
+@click.option("--max-mb", type=float, default=200, show_default=True, help="Files above this get metadata only.")
+@click.option("--no-ocr", is_flag=True, help="Do not OCR images and video frames.")
+@click.option("--no-asr", is_flag=True, help="Do not transcribe audio and video.")
+@click.option("--retry-failed", is_flag=True, help="Read again files that failed last time.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def index(
+    profile: Path,
+    store_path: Path | None,
+    workers: int | None,
+    no_embed: bool,
+    embedder: str | None,
+    gold_dir: Path | None,
+    max_mb: float,
+    no_ocr: bool,
+    no_asr: bool,
+    retry_failed: bool,
+    as_json: bool,
+) -> None:
+    """Index PROFILE: read new and changed files into its store, drop vanished ones, embed segments.
+
+    Safe to interrupt: the next run continues. Every file that cannot be read is recorded with its
+    reason and listed at the end; the run goes on.
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from hippocamp.perceive.base import PerceiveOptions
+    from hippocamp.store import IndexOptions, index_profile
+
+    root, store = _open_store(profile, store_path, create=True)
+    perceive = PerceiveOptions(max_bytes=int(max_mb * 1024 * 1024), ocr=not no_ocr, asr=not no_asr)
+    kwargs = {"workers": workers} if workers else {}
+    options = IndexOptions(
+        perceive=perceive, embed=not no_embed, embedder=embedder, gold_dir=gold_dir, retry_failed=retry_failed, **kwargs
+    )
+    out = console(stderr=as_json)
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+        TextColumn("[dim]{task.fields[path]}"), console=out, transient=True,
+    ) as bar:  # fmt: skip
+        tasks: dict[str, int] = {}
+
+        def progress(stage: str, done: int, total: int, path: str | None) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(stage, total=total, path="")
+            bar.update(tasks[stage], completed=done, total=total, path=(path or "")[-60:])
+
+        try:
+            report = index_profile(root, store, options, progress)
+        except KeyboardInterrupt:
+            out.print("[yellow]interrupted: what was read is saved; run again to continue[/]")
+            sys.exit(130)
+    counts = store.counts()
+    if as_json:
+        payload = report.__dict__ | {"store": str(store.path), "root": str(root), "counts": counts}
+        click.echo(json.dumps(payload, default=str, indent=2))
+        return
+    out.print(
+        f"[bold]{root}[/] -> {store.path}\n"
+        f"{report.scanned} files: {report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
+        f"{report.removed} removed" + (f", {report.from_gold} from Gold" if report.from_gold else "") + "\n"
+        f"{counts['segments']} segments, {counts['vectors']} vectors"
+        + (f" ({report.embedder})" if report.embedder else "")
+        + f"; {report.seconds:.1f} s"
+    )
+    if report.failed:
+        out.print(f"[yellow]{len(report.failed)} file(s) not read:[/]")
+        for path, reason in report.failed[:50]:
+            out.print(f"  {path}: {reason}", markup=False, highlight=False)
+        if len(report.failed) > 50:
+            out.print(f"  ... and {len(report.failed) - 50} more (--json lists all)")
+    if report.notes:
+        out.print(f"[dim]{len(report.notes)} note(s), e.g. {report.notes[0][0]}: {report.notes[0][1]}[/]")
+
+
+@click.command("search")
+@PROFILE
+@click.argument("query")
+@STORE
+@click.option("-k", "k", type=int, default=10, show_default=True)
+@click.option("--modality", multiple=True, help="text, document, image, audio, video (repeatable).")
+@click.option("--type", "types", multiple=True, help="File extension, e.g. pdf (repeatable).")
+@click.option("--glob", help="Path pattern, e.g. 'Documents/*.pdf'.")
+@click.option("--after", help="Only segments at or after this date (YYYY-MM-DD).")
+@click.option("--before", help="Only segments before this date.")
+@click.option("--mode", type=click.Choice(["hybrid", "fts", "vector"]), default="hybrid", show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+def search(
+    profile: Path,
+    query: str,
+    store_path: Path | None,
+    k: int,
+    modality: tuple[str, ...],
+    types: tuple[str, ...],
+    glob: str | None,
+    after: str | None,
+    before: str | None,
+    mode: str,
+    as_json: bool,
+) -> None:
+    """Search PROFILE's store for QUERY; prints ranked segments with their locators."""
+    from hippocamp.store import Searcher, SearchFilters
+
+    _, store = _open_store(profile, store_path, create=False)
+    filters = SearchFilters(glob=glob, modality=modality, types=types, after=after, before=before)
+    try:
+        hits = Searcher(store).search(query, k=k, filters=filters, mode=mode)  # type: ignore[arg-type]
+    except ValueError as exc:
+        fail(str(exc), code=1)
+    if as_json:
+        click.echo(json.dumps([h.as_json() for h in hits], ensure_ascii=False, indent=2))
+        return
+    out = console()
+    if not hits:
+        out.print("no results")
+    for i, h in enumerate(hits, start=1):
+        where = h.segment().where()
+        text = " ".join(h.text.split())
+        out.print(f"[bold]{i:2d}.[/] [cyan]{where}[/] [dim]({h.score:.3f})[/]", highlight=False)
+        out.print(f"    {text[:300]}{'…' if len(text) > 300 else ''}", markup=False, highlight=False)
+
+
+@click.command("export-gold")
+@PROFILE
+@STORE
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path))
+def export_gold_cmd(profile: Path, store_path: Path | None, out_dir: Path) -> None:
+    """Write PROFILE's indexed segments as HippoCamp_Gold JSON files (one per source file)."""
+    from hippocamp.store.gold import export_gold
+
+    _, store = _open_store(profile, store_path, create=False)
+    written = export_gold(store, out_dir)
+    click.echo(f"wrote {written} file(s) under {out_dir}")
+
+
+@click.command("doctor")
+def doctor() -> None:
+    """Which optional parts are installed: readers' parts, programs, models."""
+    from rich.table import Table
+
+    from hippocamp.models.local_models import installed_files
+    from hippocamp.perceive import readers
+
+    out = console()
+    table = Table(title="Readers and their optional parts", title_justify="left")
+    for col in ("reader", "extensions", "part", "installed", "enables", "install with"):
+        table.add_column(col)
+    missing = 0
+    for name, reader in sorted(readers().items()):
+        exts = " ".join(reader.extensions[:8]) + (" …" if len(reader.extensions) > 8 else "")
+        if not reader.parts:
+            table.add_row(name, exts, "-", "[green]yes[/]", "", "")
+        for part in reader.parts:
+            ok = part.available()
+            missing += not ok
+            table.add_row(name, exts, part.name, "[green]yes[/]" if ok else "[red]no[/]", part.purpose, part.install)
+            name, exts = "", ""
+    out.print(table)
+    for spec, path in installed_files():
+        out.print(f"model {spec.name}: " + (f"[green]{path}[/]" if path else f"[dim]not installed[/] ({spec.quality})"))
+    out.print(
+        "[green]all optional parts installed[/]" if not missing else f"[yellow]{missing} optional part(s) missing[/]"
+    )

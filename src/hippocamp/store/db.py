@@ -1,0 +1,325 @@
+"""The profile store: one SQLite file per profile holding files, segments, an FTS5 index and vectors.
+
+Tables: ``meta`` (schema version, root, embedder), ``files`` (one row per file seen, with its
+status and the reason when it could not be read), ``segments``, ``fts`` (FTS5 over segment text and
+file path, rowid = segment id) and ``vectors`` (float32 blobs, one per segment). Every file is
+written in one transaction with its segments, so a killed run leaves a consistent store and the next
+run continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hippocamp.paths import cache_dir
+from hippocamp.schema.segment import Segment
+
+__all__ = ["STORE_VERSION", "FileRow", "Store", "StoreError", "default_store_path"]
+
+STORE_VERSION = "1"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,
+    size INTEGER,
+    mtime_ns INTEGER,
+    sha256 TEXT,
+    modality TEXT NOT NULL,
+    type TEXT NOT NULL,
+    created TEXT,
+    modified TEXT,
+    status TEXT NOT NULL,
+    reader TEXT,
+    reason TEXT,
+    notes TEXT NOT NULL DEFAULT '[]',
+    segments INTEGER NOT NULL DEFAULT 0,
+    indexed_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS segments (
+    id INTEGER PRIMARY KEY,
+    file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+    ordinal INTEGER NOT NULL,
+    modality TEXT NOT NULL,
+    text TEXT NOT NULL,
+    locator TEXT,
+    within TEXT NOT NULL DEFAULT '[]',
+    meta TEXT NOT NULL DEFAULT '{}',
+    time TEXT
+);
+CREATE INDEX IF NOT EXISTS segments_file ON segments(file_id);
+CREATE INDEX IF NOT EXISTS segments_time ON segments(time);
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(text, path, tokenize = 'porter unicode61 remove_diacritics 2');
+CREATE TABLE IF NOT EXISTS vectors (
+    segment_id INTEGER PRIMARY KEY REFERENCES segments(id) ON DELETE CASCADE,
+    vector BLOB NOT NULL
+);
+"""
+
+
+class StoreError(Exception):
+    """A store that cannot be opened or does not belong to the profile."""
+
+
+def default_store_path(root: Path) -> Path:
+    """``<cache>/stores/<folder name>-<hash of its absolute path>.sqlite``: outside the profile, so
+    agents listing its files never see the index."""
+    resolved = str(root.resolve())
+    digest = hashlib.sha1(resolved.encode()).hexdigest()[:10]
+    return cache_dir() / "stores" / f"{root.resolve().name or 'root'}-{digest}.sqlite"
+
+
+@dataclass(frozen=True)
+class FileRow:
+    id: int
+    path: str
+    size: int | None
+    mtime_ns: int | None
+    sha256: str | None
+    modality: str
+    type: str
+    created: str | None
+    modified: str | None
+    status: str
+    reader: str | None
+    reason: str | None
+    notes: list[str]
+    segments: int
+
+
+def _segment_time(seg: Segment, fallback: str | None) -> str | None:
+    """When a segment happened: its own time (an event, a mail, a photo) else the file's."""
+    for key in ("time", "start", "date", "taken"):
+        value = seg.meta.get(key)
+        if isinstance(value, str) and len(value) >= 10 and value[:4].isdigit():
+            return value
+    return fallback
+
+
+class Store:
+    """A profile's store. Safe to share between threads of one process (one connection, a lock)."""
+
+    def __init__(self, path: Path, root: Path | None = None, create: bool = True):
+        self.path = path
+        if not create and not path.is_file():
+            raise StoreError(f"{path}: no index here; run `hippocamp index` first")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=30)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+            self.db.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{path}: not a hippocamp store ({exc})") from None
+        self._lock = threading.RLock()
+        self.generation = 0  # bumped on every write: search caches key on it
+        version = self.get_meta("schema_version")
+        if version is None:
+            self.set_meta("schema_version", STORE_VERSION)
+        elif version != STORE_VERSION:
+            raise StoreError(f"{path}: store format {version}, this hippocamp reads {STORE_VERSION}; re-index")
+        if root is not None:
+            stored_root = self.get_meta("root")
+            if stored_root is None:
+                self.set_meta("root", str(root.resolve()))
+            elif stored_root != str(root.resolve()):
+                raise StoreError(f"{path}: indexes {stored_root}, not {root.resolve()}")
+
+    @classmethod
+    def for_root(cls, root: Path, path: Path | None = None) -> Store:
+        return cls(path or default_store_path(root), root=root)
+
+    @property
+    def root(self) -> Path | None:
+        value = self.get_meta("root")
+        return Path(value) if value else None
+
+    def close(self) -> None:
+        self.db.close()
+
+    # -- meta --------------------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._lock:
+            self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.db
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+            self.db.execute("COMMIT")
+            self.generation += 1
+
+    # -- files -------------------------------------------------------------------------------------
+    def files(self) -> dict[str, FileRow]:
+        rows = self.db.execute(
+            "SELECT id, path, size, mtime_ns, sha256, modality, type, created, modified, status, reader, reason, "
+            "notes, segments FROM files"
+        ).fetchall()
+        return {r[1]: FileRow(*r[:12], json.loads(r[12]), r[13]) for r in rows}
+
+    def file(self, path: str) -> FileRow | None:
+        return self.files().get(path) if path else None
+
+    def put_file(self, result: Any, mtime_ns: int | None) -> int:
+        """Replace a file and its segments (a `FileResult`) in one transaction; returns the file id."""
+        info = result.info
+        with self.transaction() as db:
+            old = db.execute("SELECT id FROM files WHERE path = ?", (result.path,)).fetchone()
+            if old is not None:
+                self._delete_segments(db, old[0])
+                db.execute("DELETE FROM files WHERE id = ?", (old[0],))
+            cur = db.execute(
+                "INSERT INTO files (path, size, mtime_ns, sha256, modality, type, created, modified, status, reader,"
+                " reason, notes, segments, indexed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    result.path,
+                    info.size if info else None,
+                    mtime_ns,
+                    result.sha256,
+                    result.modality,
+                    info.type if info else Path(result.path).suffix.lstrip(".").lower(),
+                    info.created.isoformat() if info and info.created else None,
+                    info.modified.isoformat() if info and info.modified else None,
+                    result.status,
+                    result.reader,
+                    result.reason,
+                    json.dumps(result.notes, ensure_ascii=False),
+                    len(result.segments),
+                    time.time(),
+                ),
+            )
+            file_id = int(cur.lastrowid or 0)
+            fallback = info.modified.isoformat() if info and info.modified else None
+            for seg in result.segments:
+                cur = db.execute(
+                    "INSERT INTO segments (file_id, ordinal, modality, text, locator, within, meta, time)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        file_id,
+                        seg.ordinal,
+                        seg.modality,
+                        seg.text,
+                        None if seg.locator is None else json.dumps(seg.locator.dump(), ensure_ascii=False),
+                        json.dumps([w.dump() for w in seg.within], ensure_ascii=False),
+                        json.dumps(seg.meta, ensure_ascii=False, default=str),
+                        _segment_time(seg, fallback),
+                    ),
+                )
+                db.execute(
+                    "INSERT INTO fts (rowid, text, path) VALUES (?, ?, ?)", (cur.lastrowid, seg.text, result.path)
+                )
+        return file_id
+
+    def touch_file(self, path: str, mtime_ns: int) -> None:
+        """A file whose content did not change (same sha256) but whose mtime did."""
+        with self.transaction() as db:
+            db.execute("UPDATE files SET mtime_ns = ? WHERE path = ?", (mtime_ns, path))
+
+    def remove_files(self, paths: Iterable[str]) -> int:
+        removed = 0
+        with self.transaction() as db:
+            for path in paths:
+                row = db.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
+                if row is not None:
+                    self._delete_segments(db, row[0])
+                    db.execute("DELETE FROM files WHERE id = ?", (row[0],))
+                    removed += 1
+        return removed
+
+    @staticmethod
+    def _delete_segments(db: sqlite3.Connection, file_id: int) -> None:
+        db.execute("DELETE FROM fts WHERE rowid IN (SELECT id FROM segments WHERE file_id = ?)", (file_id,))
+        db.execute("DELETE FROM segments WHERE file_id = ?", (file_id,))  # vectors cascade
+
+    # -- segments ----------------------------------------------------------------------------------
+    def segment_rows(self, ids: Iterable[int]) -> dict[int, dict[str, Any]]:
+        ids = list(ids)
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        rows = self.db.execute(
+            "SELECT s.id, f.path, s.modality, s.text, s.locator, s.within, s.meta, s.ordinal, s.time, f.type"
+            f" FROM segments s JOIN files f ON f.id = s.file_id WHERE s.id IN ({marks})",
+            ids,
+        ).fetchall()
+        return {r[0]: _row_dict(r) for r in rows}
+
+    def segments_of(self, path: str) -> list[Segment]:
+        rows = self.db.execute(
+            "SELECT s.id, f.path, s.modality, s.text, s.locator, s.within, s.meta, s.ordinal, s.time, f.type"
+            " FROM segments s JOIN files f ON f.id = s.file_id WHERE f.path = ? ORDER BY s.ordinal",
+            (path,),
+        ).fetchall()
+        return [to_segment(_row_dict(r)) for r in rows]
+
+    def counts(self) -> dict[str, int]:
+        q = self.db.execute
+        return {
+            "files": q("SELECT COUNT(*) FROM files").fetchone()[0],
+            "segments": q("SELECT COUNT(*) FROM segments").fetchone()[0],
+            "vectors": q("SELECT COUNT(*) FROM vectors").fetchone()[0],
+            "failed": q("SELECT COUNT(*) FROM files WHERE status IN ('failed', 'skipped')").fetchone()[0],
+        }
+
+    # -- vectors -----------------------------------------------------------------------------------
+    def segments_without_vectors(self, limit: int = 1000) -> list[tuple[int, str]]:
+        return self.db.execute(
+            "SELECT s.id, s.text FROM segments s LEFT JOIN vectors v ON v.segment_id = s.id"
+            " WHERE v.segment_id IS NULL ORDER BY s.id LIMIT ?",
+            (limit,),
+        ).fetchall()
+
+    def put_vectors(self, items: Iterable[tuple[int, bytes]]) -> None:
+        with self.transaction() as db:
+            db.executemany("INSERT OR REPLACE INTO vectors (segment_id, vector) VALUES (?, ?)", list(items))
+
+    def clear_vectors(self) -> None:
+        with self.transaction() as db:
+            db.execute("DELETE FROM vectors")
+
+
+def _row_dict(r: tuple[Any, ...]) -> dict[str, Any]:
+    return {
+        "id": r[0],
+        "path": r[1],
+        "modality": r[2],
+        "text": r[3],
+        "locator": None if r[4] is None else json.loads(r[4]),
+        "within": json.loads(r[5]),
+        "meta": json.loads(r[6]),
+        "ordinal": r[7],
+        "time": r[8],
+        "type": r[9],
+    }
+
+
+def to_segment(row: dict[str, Any]) -> Segment:
+    return Segment(
+        path=row["path"],
+        modality=row["modality"],
+        text=row["text"],
+        locator=row["locator"],
+        within=row["within"],
+        meta=row["meta"],
+        ordinal=row["ordinal"],
+    )

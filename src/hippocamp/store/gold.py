@@ -1,0 +1,156 @@
+"""HippoCamp's parsed-text release (``HippoCamp_Gold``): read it instead of perceiving, and write ours in
+its shape.
+
+A Gold file is one JSON per source file: ``{"file_info": {...}, "summary": "...", "segments":
+[{"content": ..., "start_time": ..., "end_time": ...}, ...]}``. ``file_info`` names the file
+(``file_path``, often absolute on the annotators' machine, and ``file_name``); a Gold file is matched
+to a profile file by the longest path suffix they share, else by a unique file name, else by its
+own place in the Gold folder (``<Gold>/<rel path>.json``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from hippocamp.perceive.run import FileResult, file_info, sha256_file
+from hippocamp.schema.filetypes import modality_of
+from hippocamp.schema.locators import Locator, PageLocator, TimeRange, parse_timestamp
+from hippocamp.schema.segment import Segment
+
+__all__ = ["GoldIndex", "export_gold", "gold_segments"]
+
+
+def _norm(path: str) -> str:
+    return path.replace("\\", "/").strip().strip("/")
+
+
+@dataclass
+class GoldIndex:
+    by_path: dict[str, Path] = field(default_factory=dict)
+    by_name: dict[str, list[Path]] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    @classmethod
+    def load(cls, folder: Path) -> GoldIndex:
+        index = cls()
+        for path in sorted(folder.rglob("*.json")):
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+                index.problems.append(f"{path}: not readable Gold JSON ({exc})")
+                continue
+            if not isinstance(data, dict) or "segments" not in data:
+                index.problems.append(f"{path}: no 'segments' (not a HippoCamp_Gold file)")
+                continue
+            info = data.get("file_info") or {}
+            keys = [_norm(str(info[k])) for k in ("file_path", "relative_path", "path") if info.get(k)]
+            keys.append(_norm(path.relative_to(folder).as_posix().removesuffix(".json")))
+            for key in keys:
+                index.by_path.setdefault(key, path)
+            name = info.get("file_name") or PurePosixPath(keys[0]).name
+            index.by_name.setdefault(str(name), []).append(path)
+        return index
+
+    def find(self, rel: str) -> Path | None:
+        rel = _norm(rel)
+        best, best_len = None, -1
+        for key, path in self.by_path.items():
+            if key == rel or key.endswith("/" + rel) or rel.endswith("/" + key):
+                shared = min(len(key), len(rel))
+                if shared > best_len:
+                    best, best_len = path, shared
+        if best is not None:
+            return best
+        same_name = self.by_name.get(PurePosixPath(rel).name, [])
+        return same_name[0] if len(same_name) == 1 else None
+
+    def result_for(self, root: Path, rel: str) -> FileResult | None:
+        """The file's segments from its Gold JSON, or None when Gold does not cover it."""
+        gold = self.find(rel)
+        if gold is None:
+            return None
+        data = json.loads(gold.read_text(encoding="utf-8"))
+        path = root / rel
+        result = FileResult(rel, file_info(path), modality_of(rel) or "other", "ok", reader="gold")
+        result.sha256 = sha256_file(path)
+        result.segments = gold_segments(rel, data)
+        for i, seg in enumerate(result.segments):
+            seg.ordinal = i
+        return result
+
+
+def gold_segments(rel: str, data: dict[str, Any]) -> list[Segment]:
+    modality = modality_of(rel) or "other"
+    out = []
+    for i, item in enumerate(data.get("segments") or []):
+        if not isinstance(item, dict):
+            continue
+        text = str(item.get("content") or item.get("text") or "").strip()
+        if not text:
+            continue
+        locator: Locator | None = None
+        if item.get("locator"):
+            from hippocamp.schema.locators import parse_locator
+
+            locator = parse_locator(item["locator"])
+        elif item.get("start_time") is not None and modality in ("audio", "video"):
+            try:
+                start = parse_timestamp(item["start_time"])
+                end = parse_timestamp(item["end_time"]) if item.get("end_time") is not None else None
+                locator = TimeRange(start=start, end=end)
+            except ValueError:
+                locator = None
+        elif item.get("page") is not None or item.get("page_number") is not None:
+            try:
+                locator = PageLocator(system_page=int(item.get("page") or item.get("page_number")))
+            except (TypeError, ValueError):
+                locator = None
+        meta = {"source": "gold", "gold_index": i}
+        out.append(Segment(path=rel, modality=modality, text=text, locator=locator, meta=meta))
+    summary = str(data.get("summary") or "").strip()
+    if summary:
+        out.append(Segment(path=rel, modality=modality, text=summary, meta={"source": "gold", "summary": True}))
+    return out
+
+
+def export_gold(store: Any, out_dir: Path) -> int:
+    """Write every indexed file's segments as ``<out>/<rel path>.json`` in the Gold shape; returns files written."""
+    written = 0
+    for rel, row in sorted(store.files().items()):
+        segments = store.segments_of(rel)
+        if not segments:
+            continue
+        items = []
+        for seg in segments:
+            item: dict[str, Any] = {"content": seg.text, "start_time": None, "end_time": None}
+            if isinstance(seg.locator, TimeRange):
+                item["start_time"], item["end_time"] = seg.locator.start, seg.locator.end
+            if isinstance(seg.locator, PageLocator):
+                item["page"] = seg.locator.system_page
+            if seg.locator is not None:
+                item["locator"] = seg.locator.dump()
+            if seg.within:
+                item["within"] = [w.dump() for w in seg.within]
+            items.append(item)
+        doc = {
+            "file_info": {
+                "file_path": rel,
+                "file_name": PurePosixPath(rel).name,
+                "file_type": row.type,
+                "modality": row.modality,
+                "size": row.size,
+                "created": row.created,
+                "modified": row.modified,
+                "sha256": row.sha256,
+            },
+            "summary": "",
+            "segments": items,
+        }
+        target = out_dir / f"{rel}.json"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(doc, ensure_ascii=False, indent=1), encoding="utf-8")
+        written += 1
+    return written

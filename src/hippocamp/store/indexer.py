@@ -1,0 +1,253 @@
+"""Incremental indexing of a profile into its store.
+
+``index_profile`` walks the profile (never following symlinks out of it), compares every file with
+the store by size and mtime and, when those changed, by sha256; reads only new and changed files, in
+parallel worker processes; removes vanished files; and finally embeds segments that have no vector
+yet. Each file is committed with its segments in one transaction, so an interrupted run leaves a
+consistent store and the next run continues. Every failure is recorded with its reason and the run
+goes on.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from hippocamp.perceive.base import PerceiveOptions
+from hippocamp.perceive.run import FileResult, perceive_file, sha256_file
+from hippocamp.schema.filetypes import modality_of
+from hippocamp.store.db import Store
+from hippocamp.store.gold import GoldIndex
+
+__all__ = ["IndexOptions", "IndexReport", "Progress", "index_profile", "walk_profile"]
+
+#: progress(stage, done, total, path): stage is "scan", "read" or "embed"
+Progress = Callable[[str, int, int, str | None], None]
+
+
+@dataclass(frozen=True)
+class IndexOptions:
+    perceive: PerceiveOptions = field(default_factory=PerceiveOptions)
+    #: worker processes for reading; 1 reads in this process
+    workers: int = field(default_factory=lambda: max(1, min(4, os.cpu_count() or 1)))
+    #: embed segments after reading (needs an embedder)
+    embed: bool = True
+    #: registered embedder name; None = the default one
+    embedder: str | None = None
+    #: a HippoCamp_Gold folder: files it covers take its parsed text instead of being perceived
+    gold_dir: Path | None = None
+    #: read again files that failed last time even if unchanged
+    retry_failed: bool = False
+
+
+@dataclass
+class IndexReport:
+    scanned: int = 0
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    from_gold: int = 0
+    segments: int = 0
+    embedded: int = 0
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[tuple[str, str]] = field(default_factory=list)
+    seconds: float = 0.0
+    embedder: str | None = None
+
+
+@dataclass(frozen=True)
+class Entry:
+    rel: str
+    size: int
+    mtime_ns: int
+    skip_reason: str | None = None
+
+
+def walk_profile(root: Path, ignore: tuple[str, ...] = (".hippocamp",)) -> list[Entry]:
+    """Every file under ``root`` (sorted), symlinked folders reported and not followed."""
+    root = root.resolve()
+    entries: list[Entry] = []
+    for dirpath, dirs, files in os.walk(root, followlinks=False):
+        base = Path(dirpath)
+        for name in list(dirs):
+            full = base / name
+            if name in ignore:
+                dirs.remove(name)
+            elif full.is_symlink():
+                dirs.remove(name)
+                target = os.path.realpath(full)
+                inside = target == str(root) or target.startswith(str(root) + os.sep)
+                why = (
+                    "symlinked folder inside the profile (not followed)"
+                    if inside
+                    else "symlink to a folder outside the profile (not followed)"
+                )
+                entries.append(Entry(full.relative_to(root).as_posix(), 0, 0, why))
+        for name in files:
+            full = base / name
+            rel = full.relative_to(root).as_posix()
+            try:
+                st = full.stat() if not full.is_symlink() else full.lstat()
+            except OSError as exc:
+                entries.append(Entry(rel, 0, 0, f"cannot stat: {exc.strerror or exc}"))
+                continue
+            entries.append(Entry(rel, st.st_size, st.st_mtime_ns))
+    entries.sort(key=lambda e: e.rel)
+    return entries
+
+
+def _read(root: str, rel: str, options: PerceiveOptions) -> FileResult:
+    return perceive_file(Path(root), rel, options)
+
+
+def index_profile(
+    root: Path,
+    store: Store,
+    options: IndexOptions | None = None,
+    progress: Progress | None = None,
+) -> IndexReport:
+    """Bring ``store`` up to date with the files under ``root``; returns what was done."""
+    options = options or IndexOptions()
+    progress = progress or (lambda *_: None)
+    start = time.perf_counter()
+    report = IndexReport()
+    entries = walk_profile(root)
+    report.scanned = len(entries)
+    known = store.files()
+    present = {e.rel for e in entries}
+    vanished = [p for p in known if p not in present]
+    report.removed = store.remove_files(vanished)
+    gold = GoldIndex.load(options.gold_dir) if options.gold_dir else None
+
+    todo: list[Entry] = []
+    for i, entry in enumerate(entries):
+        progress("scan", i + 1, len(entries), entry.rel)
+        row = known.get(entry.rel)
+        if entry.skip_reason is not None:
+            if row is None or row.reason != entry.skip_reason:
+                store.put_file(_skipped(entry), None)
+            report.failed.append((entry.rel, entry.skip_reason))
+            continue
+        if row is None:
+            todo.append(entry)
+            continue
+        retry = options.retry_failed and row.status in ("failed", "skipped")
+        if row.size == entry.size and row.mtime_ns == entry.mtime_ns and not retry:
+            report.unchanged += 1
+            if row.status in ("failed", "skipped") and row.reason:
+                report.failed.append((entry.rel, row.reason))
+            continue
+        if row.sha256 and row.size == entry.size and not retry:
+            try:
+                same = sha256_file(root / entry.rel) == row.sha256
+            except OSError:
+                same = False
+            if same:
+                store.touch_file(entry.rel, entry.mtime_ns)
+                report.unchanged += 1
+                continue
+        todo.append(entry)
+
+    def record(entry: Entry, result: FileResult) -> None:
+        store.put_file(result, entry.mtime_ns)
+        if entry.rel in known:
+            report.updated += 1
+        else:
+            report.added += 1
+        report.segments += len(result.segments)
+        if result.status in ("failed", "skipped") and result.reason:
+            report.failed.append((entry.rel, result.reason))
+        report.notes.extend((entry.rel, note) for note in result.notes)
+
+    perceive_todo = []
+    for entry in todo:
+        gold_result = gold.result_for(root, entry.rel) if gold else None
+        if gold_result is not None:
+            record(entry, gold_result)
+            report.from_gold += 1
+        else:
+            perceive_todo.append(entry)
+    _read_all(root, perceive_todo, options, record, progress)
+    if options.embed:
+        report.embedder, report.embedded = embed_missing(store, options.embedder, progress)
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def _skipped(entry: Entry) -> FileResult:
+    return FileResult(entry.rel, None, modality_of(entry.rel) or "other", "skipped", reason=entry.skip_reason)
+
+
+def _read_all(
+    root: Path,
+    entries: list[Entry],
+    options: IndexOptions,
+    record: Callable[[Entry, FileResult], None],
+    progress: Progress,
+) -> None:
+    total = len(entries)
+    if total == 0:
+        return
+    if options.workers <= 1 or total == 1:
+        for i, entry in enumerate(entries):
+            progress("read", i, total, entry.rel)
+            record(entry, perceive_file(root, entry.rel, options.perceive))
+        progress("read", total, total, None)
+        return
+    done = 0
+    pending: dict[Future[FileResult], Entry] = {}
+    queue = iter(entries)
+    with ProcessPoolExecutor(max_workers=options.workers) as pool:
+        try:
+            for entry in queue:  # keep a bounded number of files in flight
+                pending[pool.submit(_read, str(root), entry.rel, options.perceive)] = entry
+                if len(pending) >= options.workers * 4:
+                    break
+            while pending:
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    entry = pending.pop(future)
+                    try:
+                        result = future.result()
+                    except Exception as exc:  # a worker died (e.g. a native crash): recorded, the run goes on
+                        result = FileResult(entry.rel, None, modality_of(entry.rel) or "other", "failed",
+                                            reason=f"reader process failed: {type(exc).__name__}: {exc}")  # fmt: skip
+                    record(entry, result)
+                    done += 1
+                    progress("read", done, total, entry.rel)
+                    nxt = next(queue, None)
+                    if nxt is not None:
+                        pending[pool.submit(_read, str(root), nxt.rel, options.perceive)] = nxt
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+
+
+def embed_missing(store: Store, name: str | None, progress: Progress, batch: int = 128) -> tuple[str | None, int]:
+    """Embed every segment without a vector; re-embed all when the embedder changed."""
+    from hippocamp.models.embedders import default_embedder_name, get_embedder
+
+    name = name or default_embedder_name()
+    embedder = get_embedder(name)
+    if store.get_meta("embedder") != embedder.id:
+        store.clear_vectors()
+        store.set_meta("embedder", embedder.id)
+        store.set_meta("embedder_name", name)
+    total = store.counts()["segments"] - store.counts()["vectors"]
+    done = 0
+    while True:
+        rows = store.segments_without_vectors(batch)
+        if not rows:
+            break
+        vectors = np.asarray(embedder.embed([text for _, text in rows], side="passage"), dtype=np.float32)
+        store.put_vectors((sid, vec.tobytes()) for (sid, _), vec in zip(rows, vectors, strict=True))
+        done += len(rows)
+        progress("embed", done, total, None)
+    return embedder.id, done
