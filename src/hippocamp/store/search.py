@@ -22,7 +22,7 @@ __all__ = ["Hit", "Mode", "SearchFilters", "Searcher", "fts_query"]
 Mode = Literal["hybrid", "fts", "vector"]
 RRF_K = 60
 
-_STOP = frozenset(  # noqa: SIM905
+_STOP = frozenset(
     """a an and are as at be been but by can could did do does for from had has have he her his how i if in
     into is it its me my of on or our she so than that the their them then there these they this to us
     was we were what when where which who whom why will with would you your""".split()
