@@ -11,7 +11,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["Embedder", "Side", "normalize_rows"]
+__all__ = ["DEFAULT_EMBEDDER", "Embedder", "Side", "default_embedder_name", "get_embedder", "normalize_rows"]
 
 Side = Literal["query", "passage"]
 
@@ -33,3 +33,26 @@ def normalize_rows(matrix: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return matrix / norms
+
+
+#: the embedder used when none is named (chosen by measurement; see docs/architecture.md)
+DEFAULT_EMBEDDER = "minilm"
+_instances: dict[str, Embedder] = {}
+
+
+def default_embedder_name() -> str:
+    """``$HIPPOCAMP_EMBEDDER`` or `DEFAULT_EMBEDDER`."""
+    import os
+
+    return os.environ.get("HIPPOCAMP_EMBEDDER") or DEFAULT_EMBEDDER
+
+
+def get_embedder(name: str | None = None) -> Embedder:
+    """The registered embedder ``name`` (kind ``embedder``), built once per process."""
+    from hippocamp import registry
+
+    name = name or default_embedder_name()
+    if name not in _instances:
+        factory = registry.get("embedder", name)
+        _instances[name] = factory()
+    return _instances[name]

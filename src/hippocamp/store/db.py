@@ -180,8 +180,9 @@ class Store:
     def file(self, path: str) -> FileRow | None:
         return self.files().get(path) if path else None
 
-    def put_file(self, result: Any, mtime_ns: int | None) -> int:
-        """Replace a file and its segments (a `FileResult`) in one transaction; returns the file id."""
+    def put_file(self, result: Any, mtime_ns: int | None, size: int | None = None) -> int:
+        """Replace a file and its segments (a `FileResult`) in one transaction; returns the file id.
+        ``mtime_ns`` and ``size`` are what the walk saw (what the next walk compares with)."""
         info = result.info
         with self.transaction() as db:
             old = db.execute("SELECT id FROM files WHERE path = ?", (result.path,)).fetchone()
@@ -193,7 +194,7 @@ class Store:
                 " reason, notes, segments, indexed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     result.path,
-                    info.size if info else None,
+                    info.size if info else size,
                     mtime_ns,
                     result.sha256,
                     result.modality,

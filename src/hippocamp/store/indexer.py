@@ -156,7 +156,7 @@ def index_profile(
         todo.append(entry)
 
     def record(entry: Entry, result: FileResult) -> None:
-        store.put_file(result, entry.mtime_ns)
+        store.put_file(result, entry.mtime_ns, entry.size)
         if entry.rel in known:
             report.updated += 1
         else:
@@ -232,7 +232,7 @@ def _read_all(
 
 def embed_missing(store: Store, name: str | None, progress: Progress, batch: int = 128) -> tuple[str | None, int]:
     """Embed every segment without a vector; re-embed all when the embedder changed."""
-    from hippocamp.models.embedders import default_embedder_name, get_embedder
+    from hippocamp.models.embedding import default_embedder_name, get_embedder
 
     name = name or default_embedder_name()
     embedder = get_embedder(name)

@@ -125,7 +125,7 @@ class Searcher:
             name = self.store.get_meta("embedder_name")
             if name is None:
                 return None
-            from hippocamp.models.embedders import get_embedder
+            from hippocamp.models.embedding import get_embedder
 
             self._embedder = get_embedder(name)
         return self._embedder

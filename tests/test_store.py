@@ -1,0 +1,280 @@
+"""The profile store end to end: bad input, incremental re-index, interruption, search, Gold in and out."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from conftest import make_pdf, make_wav
+from hippocamp import registry
+from hippocamp.cli import main
+from hippocamp.models import embedding
+from hippocamp.perceive.base import PerceiveOptions
+from hippocamp.store import IndexOptions, SearchFilters, Searcher, Store, index_profile
+from hippocamp.store.gold import export_gold
+from hippocamp.store.search import _rrf, fts_query
+
+
+@registry.register("embedder", "test-hash")
+class HashEmbedder:
+    """A deterministic bag-of-words embedder for tests: shared words make vectors close."""
+
+    id = "test-hash@1"
+    dim = 256
+
+    def embed(self, texts, side="passage", batch_size=64):  # type: ignore[no-untyped-def]
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for word in re.findall(r"\w+", text.lower()):
+                out[i, int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dim] += 1.0
+        return embedding.normalize_rows(out)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_embedders():
+    embedding._instances.clear()
+    yield
+    embedding._instances.clear()
+
+
+OPTS = IndexOptions(embed=True, embedder="test-hash", workers=1)
+
+
+def encrypted_pdf(path: Path) -> None:
+    from pypdf import PdfReader, PdfWriter
+
+    plain = make_pdf(path.with_suffix(".plain.pdf"), ["secret page"])
+    writer = PdfWriter(clone_from=PdfReader(str(plain)))
+    writer.encrypt(user_password="pw", owner_password="owner")
+    with path.open("wb") as fh:
+        writer.write(fh)
+    plain.unlink()
+
+
+@pytest.fixture
+def profile(tmp_path: Path) -> Path:
+    root = tmp_path / "Profile"
+    make_pdf(root / "Documents/Lease (final) & signed.pdf", ["Cover page", "Monthly rent EUR 1,450", "Landlord Oskar"])
+    make_pdf(root / "Documents/Receipts/vet bill.pdf", ["Paws & Claws vet: Biscuit vaccination EUR 86"])
+    make_pdf(root / "Загрузки/отчёт 2024.pdf", ["Quarterly report: revenue grew 12 percent"])
+    deep = root.joinpath(*[f"level{i}" for i in range(25)])
+    make_pdf(deep / "deep.pdf", ["A file twenty-five folders down"])
+    (root / "Documents/empty.pdf").write_bytes(b"")
+    (root / "Documents/corrupt.pdf").write_bytes(b"%PDF-1.7\n this is not a pdf at all")
+    encrypted_pdf(root / "Documents/locked.pdf")
+    (root / "Misc").mkdir()
+    (root / "Misc/data.bin").write_bytes(os.urandom(64))
+    make_wav(root / "Audio/memo.wav", 1.0)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.pdf").write_bytes((root / "Documents/Receipts/vet bill.pdf").read_bytes())
+    (root / "Misc/link-to-secret.pdf").symlink_to(outside / "secret.pdf")
+    (root / "Misc/linked-folder").symlink_to(outside, target_is_directory=True)
+    return root
+
+
+def open_store(tmp_path: Path, root: Path) -> Store:
+    return Store(tmp_path / "store.sqlite", root=root)
+
+
+def test_index_records_every_bad_input_and_finishes(tmp_path: Path, profile: Path):
+    store = open_store(tmp_path, profile)
+    report = index_profile(profile, store, OPTS)
+    files = store.files()
+    reasons = dict(report.failed)
+    assert reasons["Documents/empty.pdf"] == "empty file (0 bytes)"
+    assert reasons["Documents/corrupt.pdf"].startswith("not a readable PDF")
+    assert reasons["Documents/locked.pdf"] == "encrypted PDF: needs a password"
+    assert reasons["Misc/link-to-secret.pdf"] == "symlink pointing outside the profile (not followed)"
+    assert reasons["Misc/linked-folder"] == "symlink to a folder outside the profile (not followed)"
+    assert files["Misc/data.bin"].status == "metadata" and files["Misc/data.bin"].modality == "other"
+    assert files["Загрузки/отчёт 2024.pdf"].segments == 1
+    assert any(p.endswith("level24/deep.pdf") and r.segments == 1 for p, r in files.items())
+    assert files["Documents/Lease (final) & signed.pdf"].segments == 3
+    assert report.added == len(files) - 1  # the symlinked folder is recorded, not read
+    assert report.segments == store.counts()["segments"]
+    assert store.counts()["vectors"] == store.counts()["segments"]  # everything embedded
+    secret = [h for h in Searcher(store).search("Biscuit vaccination", k=10) if "secret" in h.path]
+    assert secret == []  # the symlinked copy outside the profile was never read
+
+
+def test_size_cap_and_unreadable_files(tmp_path: Path, profile: Path, monkeypatch):
+    options = IndexOptions(perceive=PerceiveOptions(max_bytes=1500), embed=False, workers=1)
+    store = open_store(tmp_path, profile)
+    report = index_profile(profile, store, options)
+    reasons = dict(report.failed)
+    assert "larger than the cap" in reasons["Documents/Lease (final) & signed.pdf"]
+    assert store.files()["Documents/Lease (final) & signed.pdf"].sha256  # metadata kept
+    import hippocamp.perceive.run as run
+
+    real = os.access
+    monkeypatch.setattr(run.os, "access", lambda p, mode: "vet bill" not in str(p) and real(p, mode))
+    report = index_profile(profile, open_store(tmp_path / "b", profile), IndexOptions(embed=False, workers=1))
+    assert dict(report.failed)["Documents/Receipts/vet bill.pdf"] == "permission denied"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their permissions")
+def test_unreadable_permissions_for_real(tmp_path: Path, profile: Path):
+    target = profile / "Documents/Receipts/vet bill.pdf"
+    target.chmod(0)
+    report = index_profile(profile, open_store(tmp_path, profile), IndexOptions(embed=False, workers=1))
+    assert dict(report.failed)["Documents/Receipts/vet bill.pdf"] == "permission denied"
+
+
+def test_reindex_is_incremental(tmp_path: Path, profile: Path):
+    store = open_store(tmp_path, profile)
+    first = index_profile(profile, store, OPTS)
+    again = index_profile(profile, store, OPTS)
+    assert again.added == again.updated == again.removed == 0
+    assert again.unchanged == first.scanned - 1  # the symlinked folder is reported each time, not a file
+    vet = profile / "Documents/Receipts/vet bill.pdf"
+    os.utime(vet, ns=(vet.stat().st_atime_ns, vet.stat().st_mtime_ns + 5_000_000_000))
+    touched = index_profile(profile, store, OPTS)
+    assert touched.updated == 0 and touched.unchanged == again.unchanged  # same sha256: not read again
+    make_pdf(vet, ["Paws & Claws vet: Biscuit dental cleaning EUR 120"])
+    (profile / "Audio/memo.wav").unlink()
+    changed = index_profile(profile, store, OPTS)
+    assert (changed.updated, changed.removed) == (1, 1)
+    assert "Audio/memo.wav" not in store.files()
+    hits = Searcher(store).search("dental cleaning", k=1, mode="fts")
+    assert hits[0].path == "Documents/Receipts/vet bill.pdf"
+    assert not Searcher(store).search("vaccination", k=5, mode="fts")  # the old text is gone
+
+
+def test_an_interrupted_run_leaves_a_consistent_store_and_the_next_continues(tmp_path: Path, profile: Path):
+    store = open_store(tmp_path, profile)
+    seen = []
+
+    def stop_after_three(stage, done, total, path):  # type: ignore[no-untyped-def]
+        if stage == "read" and done == 3:
+            raise KeyboardInterrupt
+        seen.append(path)
+
+    with pytest.raises(KeyboardInterrupt):
+        index_profile(profile, store, IndexOptions(embed=False, workers=1), stop_after_three)
+    partial = store.files()
+    assert 0 < len(partial) < 10
+    for path, row in partial.items():  # every stored file has exactly its segments
+        assert len(store.segments_of(path)) == row.segments
+    fts_rows = store.db.execute("SELECT COUNT(*) FROM fts").fetchone()[0]
+    assert fts_rows == store.counts()["segments"]
+    done = index_profile(profile, store, OPTS)
+    clean = index_profile(profile, open_store(tmp_path / "clean", profile), OPTS)
+    assert done.added + len([p for p in partial if partial[p].status != "skipped"]) >= clean.added - 1
+    assert store.counts() == open_store(tmp_path / "clean", profile).counts()
+
+
+def test_parallel_workers_give_the_same_store(tmp_path: Path, profile: Path):
+    one = open_store(tmp_path / "one", profile)
+    two = open_store(tmp_path / "two", profile)
+    index_profile(profile, one, IndexOptions(embed=False, workers=1))
+    index_profile(profile, two, IndexOptions(embed=False, workers=2))
+    strip = lambda rows: {p: (r.status, r.segments, r.sha256, r.reason) for p, r in rows.items()}  # noqa: E731
+    assert strip(one.files()) == strip(two.files())
+
+
+def test_search_modes_and_filters(tmp_path: Path, profile: Path):
+    store = open_store(tmp_path, profile)
+    index_profile(profile, store, OPTS)
+    s = Searcher(store)
+    fts = s.search("monthly rent", k=3, mode="fts")
+    assert fts[0].path == "Documents/Lease (final) & signed.pdf"
+    assert fts[0].locator == {"unit": "page", "position": {"system_page": 2}}
+    vec = s.search("rent monthly", k=3, mode="vector")
+    assert vec[0].path == fts[0].path and vec[0].ranks == {"vector": 1}
+    hybrid = s.search("monthly rent landlord", k=5)
+    assert s.mode_used == "hybrid" and set(hybrid[0].ranks) == {"fts", "vector"}
+    assert s.search("revenue", filters=SearchFilters(glob="Documents/*"), mode="fts") == []
+    assert s.search("revenue", filters=SearchFilters(glob="Загрузки/*"))[0].path == "Загрузки/отчёт 2024.pdf"
+    assert s.search("rent", filters=SearchFilters(modality=("audio",))) == []
+    assert s.search("rent", filters=SearchFilters(types=("pdf",)), mode="vector")
+    assert s.search("rent", filters=SearchFilters(after="2999-01-01")) == []
+    assert s.search("rent", filters=SearchFilters(before="2999-01-01"), mode="vector")
+    assert s.search("the of and") == [] or all(h.path for h in s.search("the of and"))
+
+
+def test_fts_query_and_rrf():
+    assert fts_query("What is the rent?") == '"rent"'
+    assert fts_query("the") == '"the"'
+    assert fts_query("!!") is None
+    assert fts_query('say "hi" OR drop') == '"say" OR "hi" OR "drop"'  # user syntax cannot break the query
+    fused = _rrf({"fts": [(1, 9.0), (2, 8.0)], "vector": [(2, 0.9), (3, 0.8)]})
+    assert [sid for sid, _ in fused] == [2, 1, 3]
+    assert fused[0][1] == pytest.approx(1 / 62 + 1 / 61)
+
+
+def test_store_belongs_to_one_root(tmp_path: Path, profile: Path):
+    from hippocamp.store import StoreError
+
+    open_store(tmp_path, profile)
+    with pytest.raises(StoreError, match="indexes"):
+        Store(tmp_path / "store.sqlite", root=tmp_path)
+    with pytest.raises(StoreError, match="no index here"):
+        Store(tmp_path / "none.sqlite", create=False)
+    (tmp_path / "junk.sqlite").write_text("not sqlite")
+    with pytest.raises(StoreError, match="not a hippocamp store"):
+        Store(tmp_path / "junk.sqlite")
+
+
+def test_gold_in_and_out(tmp_path: Path, profile: Path):
+    gold = tmp_path / "Gold"
+    (gold / "Audio").mkdir(parents=True)
+    (gold / "Audio/memo.wav.json").write_text(json.dumps({
+        "file_info": {"file_path": "/annotators/box/Profile/Audio/memo.wav", "file_name": "memo.wav"},
+        "summary": "A short memo about the dentist.",
+        "segments": [{"content": "Dentist on Friday at nine.", "start_time": 0.0, "end_time": 0.9}],
+    }))  # fmt: skip
+    (gold / "broken.json").write_text("{not json")
+    store = open_store(tmp_path, profile)
+    report = index_profile(profile, store, IndexOptions(embed=False, workers=1, gold_dir=gold))
+    assert report.from_gold == 1
+    memo = store.segments_of("Audio/memo.wav")
+    assert memo[0].text == "Dentist on Friday at nine."
+    assert memo[0].locator.dump() == {"unit": "timestamp", "position": {"start": "00:00:00", "end": "00:00:00.900"}}
+    assert memo[1].meta["summary"] is True
+    out = tmp_path / "export"
+    assert export_gold(store, out) == store.db.execute("SELECT COUNT(DISTINCT file_id) FROM segments").fetchone()[0]
+    lease = json.loads((out / "Documents/Lease (final) & signed.pdf.json").read_text())
+    assert lease["file_info"]["file_path"] == "Documents/Lease (final) & signed.pdf"
+    assert [s["page"] for s in lease["segments"]] == [1, 2, 3]
+    assert lease["segments"][1]["content"] == "Monthly rent EUR 1,450"
+    again = open_store(tmp_path / "again", profile)
+    index_profile(profile, again, IndexOptions(embed=False, workers=1, gold_dir=out))
+    assert [s.text for s in again.segments_of("Documents/Lease (final) & signed.pdf")] == [
+        s.text for s in store.segments_of("Documents/Lease (final) & signed.pdf")
+    ]
+    assert again.segments_of("Documents/Lease (final) & signed.pdf")[1].locator.system_page == 2
+
+
+def test_cli_index_search_export_doctor(tmp_path: Path, profile: Path):
+    store = tmp_path / "cli.sqlite"
+    runner = CliRunner()
+    result = runner.invoke(
+        main, ["index", str(profile), "--store", str(store), "--embedder", "test-hash", "--workers", "1"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "encrypted PDF: needs a password" in result.output and "files:" in result.output
+    report = json.loads(
+        runner.invoke(main, ["index", str(profile), "--store", str(store), "--no-embed", "--json"]).output
+    )
+    assert report["added"] == 0 and report["counts"]["segments"] > 0
+    hits = json.loads(
+        runner.invoke(main, ["search", str(profile), "monthly rent", "--store", str(store), "--json"]).output
+    )
+    assert hits[0]["path"] == "Documents/Lease (final) & signed.pdf"
+    assert hits[0]["locator"] == {"unit": "page", "position": {"system_page": 2}}
+    text = runner.invoke(main, ["search", str(profile), "monthly rent", "--store", str(store), "-k", "1"]).output
+    assert "Lease (final) & signed.pdf" in text and "system_page=2" in text
+    missing = runner.invoke(main, ["search", str(profile), "x", "--store", str(tmp_path / "none.sqlite")])
+    assert missing.exit_code == 2 and "no index here" in missing.output
+    exported = runner.invoke(main, ["export-gold", str(profile), "--store", str(store), "--out", str(tmp_path / "g")])
+    assert exported.exit_code == 0 and "wrote" in exported.output
+    doctor = runner.invoke(main, ["doctor"])
+    assert doctor.exit_code == 0 and "pdf" in doctor.output
