@@ -17,7 +17,7 @@ from hippocamp import registry
 from hippocamp.cli import main
 from hippocamp.models import embedding
 from hippocamp.perceive.base import PerceiveOptions
-from hippocamp.store import IndexOptions, SearchFilters, Searcher, Store, index_profile
+from hippocamp.store import IndexOptions, Searcher, SearchFilters, Store, index_profile
 from hippocamp.store.gold import export_gold
 from hippocamp.store.search import _rrf, fts_query
 
