@@ -283,6 +283,9 @@ class Store:
         }
 
     # -- vectors -----------------------------------------------------------------------------------
+    def has_vectors(self) -> bool:
+        return self.db.execute("SELECT EXISTS (SELECT 1 FROM vectors)").fetchone()[0] == 1
+
     def segments_without_vectors(self, limit: int = 1000) -> list[tuple[int, str]]:
         return self.db.execute(
             "SELECT s.id, s.text FROM segments s LEFT JOIN vectors v ON v.segment_id = s.id"

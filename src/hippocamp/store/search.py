@@ -134,7 +134,7 @@ class Searcher:
     def search(self, query: str, k: int = 10, filters: SearchFilters | None = None, mode: Mode = "hybrid") -> list[Hit]:
         filters = filters or SearchFilters()
         pool = max(50, 5 * k)
-        has_vectors = self.store.counts()["vectors"] > 0
+        has_vectors = self.store.has_vectors()
         if mode == "vector" and not has_vectors:
             raise ValueError("this store has no vectors: index it with an embedder, or search with mode 'fts'")
         if mode == "hybrid" and not has_vectors:
@@ -177,10 +177,9 @@ class Searcher:
         if match is None:
             return []
         where, args = filters.sql()
+        joins = " JOIN segments s ON s.id = fts.rowid JOIN files f ON f.id = s.file_id" if where else ""
         rows = self.store.db.execute(
-            "SELECT fts.rowid, bm25(fts, 1.0, 0.5) AS rank FROM fts"
-            " JOIN segments s ON s.id = fts.rowid JOIN files f ON f.id = s.file_id"
-            f" WHERE fts MATCH ?{where} ORDER BY rank LIMIT ?",
+            f"SELECT fts.rowid, bm25(fts, 1.0, 0.5) AS rank FROM fts{joins} WHERE fts MATCH ?{where} ORDER BY rank LIMIT ?",
             [match, *args, limit],
         ).fetchall()
         return [(int(r[0]), -float(r[1])) for r in rows]

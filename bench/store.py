@@ -1,0 +1,260 @@
+"""Perception and store benchmarks (medians; ratios against baselines measured in the same run).
+
+    .venv/bin/python bench/store.py [--files 300] [--sizes 10000,100000] [--json PATH]
+
+* ``pipeline``: indexing a generated mixed profile (multi-page PDFs, notes) against the raw extractor
+  alone (pypdfium2 text per page, plain reads) over the same files, one process each. Goal: the
+  pipeline's overhead <= 25% (ratio <= 1.25).
+* ``reindex``: re-indexing the unchanged profile. Goal: <= 1 s per 1,000 files.
+* ``search``: p50/p95 latency of BM25, vector and hybrid search over stores of 10k and 100k
+  synthetic segments (384-d vectors). Goal: hybrid p50 <= 20 ms at 100k.
+* ``financebench`` (only when ../shared/data/financebench-dev is present): file recall@10 of the cited
+  filing for BM25, vectors and hybrid, and the indexing speed of real filings (pages/s).
+* Peak memory (max RSS) of the process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from hippocamp.store import IndexOptions, SearchFilters, Searcher, Store, index_profile
+
+WORDS = (
+    "rent lease landlord deposit invoice receipt vet dentist gym budget salary tax flight hotel meeting project "
+    "report draft review quarter revenue growth margin cash flow dividend audit contract clause appendix schedule "
+    "insurance policy premium claim doctor prescription pharmacy school homework exam grade concert ticket train"
+).split()
+FINANCEBENCH = Path(__file__).resolve().parents[2] / "shared" / "data" / "financebench-dev"
+
+
+_SYLLABLES = "ka to ri ne ma su lo vi de pa ru shi mo te na ba zo fe gu li".split()
+_rng_vocab = random.Random(1)
+#: a Zipf-like vocabulary: real text, where most words are rare, not a few words everywhere
+VOCAB = WORDS + ["".join(_rng_vocab.choice(_SYLLABLES) for _ in range(_rng_vocab.randint(2, 4))) for _ in range(6000)]
+_WEIGHTS = [1.0 / (rank + 1) for rank in range(len(VOCAB))]
+
+
+def _sentence(rng: random.Random, n: int = 14) -> str:
+    words = rng.choices(VOCAB, weights=_WEIGHTS, k=n)
+    return " ".join(words).capitalize() + f" {rng.randint(1, 9999)}."
+
+
+def make_profile(root: Path, files: int, seed: int = 7) -> int:
+    """A mixed profile: 2/3 multi-page PDFs, 1/3 notes. Returns the number of PDF pages."""
+    from reportlab.pdfgen import canvas
+
+    rng = random.Random(seed)
+    pages = 0
+    for i in range(files):
+        folder = root / rng.choice(["Documents", "Downloads", "Desktop/Projects", "Documents/Finance"])
+        folder.mkdir(parents=True, exist_ok=True)
+        if i % 3:
+            c = canvas.Canvas(str(folder / f"doc {i:04d}.pdf"), invariant=1)
+            for _ in range(rng.randint(2, 8)):
+                y = 780
+                for _ in range(25):
+                    c.drawString(60, y, _sentence(rng, 10))
+                    y -= 18
+                c.showPage()
+                pages += 1
+            c.save()
+        else:
+            (folder / f"note {i:04d}.md").write_text("\n\n".join(_sentence(rng) for _ in range(20)), encoding="utf-8")
+    return pages
+
+
+def raw_extract(root: Path) -> int:
+    """The extractors alone: pypdfium2 text per page, plain reads of notes."""
+    import pypdfium2 as pdfium
+
+    chars = 0
+    for path in sorted(root.rglob("*")):
+        if path.suffix == ".pdf":
+            doc = pdfium.PdfDocument(str(path))
+            for page in doc:
+                chars += len(page.get_textpage().get_text_range())
+            doc.close()
+        elif path.is_file():
+            chars += len(path.read_text(encoding="utf-8"))
+    return chars
+
+
+def bench_pipeline(files: int, repeat: int = 3) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "profile"
+        pages = make_profile(root, files)
+        raw_times, pipe_times = [], []
+        for r in range(repeat):
+            t = time.perf_counter()
+            raw_extract(root)
+            raw_times.append(time.perf_counter() - t)
+            store = Store(Path(tmp) / f"s{r}.sqlite", root=root)
+            t = time.perf_counter()
+            index_profile(root, store, IndexOptions(embed=False, workers=1))
+            pipe_times.append(time.perf_counter() - t)
+        store = Store(Path(tmp) / "s0.sqlite", root=root)
+        t = time.perf_counter()
+        index_profile(root, store, IndexOptions(embed=False, workers=1))
+        reindex = time.perf_counter() - t
+        t = time.perf_counter()
+        index_profile(root, Store(Path(tmp) / "par.sqlite", root=root), IndexOptions(embed=False, workers=2))
+        parallel = time.perf_counter() - t
+    raw, pipe = statistics.median(raw_times), statistics.median(pipe_times)
+    return {
+        "files": files,
+        "pages": pages,
+        "raw_s": raw,
+        "pipeline_s": pipe,
+        "ratio": pipe / raw,
+        "pipeline_files_per_s": files / pipe,
+        "pipeline_pages_per_s": pages / pipe,
+        "parallel2_s": parallel,
+        "reindex_s": reindex,
+        "reindex_s_per_1000_files": reindex / files * 1000,
+    }
+
+
+def synthetic_store(path: Path, n: int, dim: int = 384, seed: int = 3) -> Store:
+    rng = random.Random(seed)
+    nprng = np.random.default_rng(seed)
+    store = Store(path, root=path.parent)
+    store.set_meta("embedder", "bench-random")
+    store.set_meta("embedder_name", "bench-random")
+    with store.transaction() as db:
+        per_file = 20
+        for f in range(n // per_file):
+            cur = db.execute(
+                "INSERT INTO files (path, size, mtime_ns, modality, type, status, segments, indexed_at, modified)"
+                " VALUES (?, 1, 1, 'document', 'pdf', 'ok', ?, 0, ?)",
+                (f"Docs/file {f:06d}.pdf", per_file, f"2024-{1 + f % 12:02d}-01T00:00:00"),
+            )
+            fid = cur.lastrowid
+            for s in range(per_file):
+                text = _sentence(rng, 30)
+                cur = db.execute(
+                    "INSERT INTO segments (file_id, ordinal, modality, text, time) VALUES (?, ?, 'document', ?, ?)",
+                    (fid, s, text, f"2024-{1 + f % 12:02d}-01T00:00:00"),
+                )
+                db.execute("INSERT INTO fts (rowid, text, path) VALUES (?, ?, ?)", (cur.lastrowid, text, f"file {f}"))
+        ids = [r[0] for r in db.execute("SELECT id FROM segments ORDER BY id")]
+        vecs = nprng.standard_normal((len(ids), dim)).astype(np.float32)
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        db.executemany("INSERT INTO vectors (segment_id, vector) VALUES (?, ?)", zip(ids, (v.tobytes() for v in vecs)))
+    return store
+
+
+class RandomQueryEmbedder:
+    id = "bench-random"
+    dim = 384
+
+    def __init__(self) -> None:
+        self.rng = np.random.default_rng(11)
+
+    def embed(self, texts, side="passage", batch_size=64):  # type: ignore[no-untyped-def]
+        v = self.rng.standard_normal((len(texts), self.dim)).astype(np.float32)
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def bench_search(n: int, queries: int = 60) -> dict[str, float]:
+    rng = random.Random(5)
+    with tempfile.TemporaryDirectory() as tmp:
+        t = time.perf_counter()
+        store = synthetic_store(Path(tmp) / "s.sqlite", n)
+        build = time.perf_counter() - t
+        searcher = Searcher(store, embedder=RandomQueryEmbedder())
+        searcher.search("warm up", k=10)  # loads the vector matrix once
+        out: dict[str, float] = {"segments": n, "build_s": build}
+        # queries drawn like text: three words from the same Zipf-like vocabulary (common and rare mixed)
+        asked = [" ".join(rng.choices(VOCAB, weights=_WEIGHTS, k=3)) for _ in range(queries)]
+        for mode in ("fts", "vector", "hybrid"):
+            times = []
+            for q in asked:
+                t = time.perf_counter()
+                searcher.search(q, k=10, mode=mode)  # type: ignore[arg-type]
+                times.append(time.perf_counter() - t)
+            times.sort()
+            out[f"{mode}_p50_ms"] = statistics.median(times) * 1000
+            out[f"{mode}_p95_ms"] = times[int(0.95 * (len(times) - 1))] * 1000
+        t = time.perf_counter()
+        searcher.search("rent deposit", k=10, filters=SearchFilters(after="2024-06-01", types=("pdf",)))
+        out["hybrid_filtered_ms"] = (time.perf_counter() - t) * 1000
+    return out
+
+
+def bench_financebench(embedder: str | None) -> dict[str, float] | None:
+    if not FINANCEBENCH.is_dir():
+        return None
+    questions = [json.loads(line) for line in (FINANCEBENCH / "questions.jsonl").read_text().splitlines() if line]
+    pdfs = FINANCEBENCH / "pdfs"
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Store(Path(tmp) / "fb.sqlite", root=pdfs)
+        t = time.perf_counter()
+        report = index_profile(pdfs, store, IndexOptions(embed=embedder is not None, embedder=embedder, workers=2))
+        seconds = time.perf_counter() - t
+        searcher = Searcher(store)
+        modes = ["fts"] + (["vector", "hybrid"] if embedder else [])
+        recall = {}
+        for mode in modes:
+            hits = 0
+            asked = 0
+            for q in questions:
+                target = f"{q['doc_name']}.pdf"
+                if not (pdfs / target).is_file():
+                    continue
+                asked += 1
+                found = {h.path for h in searcher.search(q["question"], k=10, mode=mode)}  # type: ignore[arg-type]
+                hits += target in found
+            recall[f"{mode}_file_recall@10"] = hits / max(asked, 1)
+        counts = store.counts()
+    return {"pdfs": report.scanned, "segments": counts["segments"], "index_s": seconds,
+            "pages_per_s": counts["segments"] / seconds, **recall}  # fmt: skip
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=300)
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--embedder", default=None, help="embedder for the FinanceBench recall (default: the bundled one)")
+    parser.add_argument("--no-embed", action="store_true")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    results: dict[str, object] = {}
+    results["pipeline"] = bench_pipeline(args.files)
+    print("pipeline:", json.dumps(results["pipeline"]))
+    for n in map(int, args.sizes.split(",")):
+        results[f"search_{n}"] = bench_search(n)
+        print(f"search {n}:", json.dumps({k: round(v, 2) for k, v in results[f"search_{n}"].items()}))  # type: ignore[union-attr]
+    if not args.no_embed:
+        from hippocamp.models.embedding import default_embedder_name
+
+        embedder = args.embedder or default_embedder_name()
+    else:
+        embedder = None
+    fb = bench_financebench(embedder)
+    if fb is not None:
+        results["financebench"] = fb
+        print("financebench:", json.dumps(fb))
+    results["max_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print("peak memory (max RSS):", round(results["max_rss_mb"], 1), "MB")  # type: ignore[arg-type]
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    pipe = results["pipeline"]
+    ok = pipe["ratio"] <= 1.25 and pipe["reindex_s_per_1000_files"] <= 1.0  # type: ignore[index]
+    big = results.get("search_100000")
+    if big:
+        ok = ok and big["hybrid_p50_ms"] <= 20  # type: ignore[index]
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
