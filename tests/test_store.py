@@ -193,7 +193,7 @@ def test_search_modes_and_filters(tmp_path: Path, profile: Path):
     assert s.mode_used == "hybrid" and set(hybrid[0].ranks) == {"fts", "vector"}
     assert s.search("revenue", filters=SearchFilters(glob="Documents/*"), mode="fts") == []
     assert s.search("revenue", filters=SearchFilters(glob="Загрузки/*"))[0].path == "Загрузки/отчёт 2024.pdf"
-    assert s.search("rent", filters=SearchFilters(modality=("audio",))) == []
+    assert s.search("rent", filters=SearchFilters(modality=("audio",)), mode="fts") == []
     assert s.search("rent", filters=SearchFilters(types=("pdf",)), mode="vector")
     assert s.search("rent", filters=SearchFilters(after="2999-01-01")) == []
     assert s.search("rent", filters=SearchFilters(before="2999-01-01"), mode="vector")
