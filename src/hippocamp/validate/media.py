@@ -137,9 +137,8 @@ def _probe_xlsx(path: Path) -> MediaInfo:
 
 
 def _probe_text(path: Path) -> MediaInfo:
-    data = path.read_bytes()
-    lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
-    return MediaInfo(kind=modality_of(path.name) or "text", lines=lines)
+    # \n, \r\n and a lone \r each end a line, as the text reader numbers them
+    return MediaInfo(kind=modality_of(path.name) or "text", lines=len(path.read_bytes().splitlines()))
 
 
 def _probe_csv(path: Path) -> MediaInfo:
