@@ -182,6 +182,7 @@ def export_gold_cmd(profile: Path, store_path: Path | None, out_dir: Path) -> No
 @click.command("doctor")
 def doctor() -> None:
     """Which optional parts are installed: readers' parts, programs, models."""
+    from rich.markup import escape
     from rich.table import Table
 
     from hippocamp.models.local_models import installed_files
@@ -199,7 +200,14 @@ def doctor() -> None:
         for part in reader.parts:
             ok = part.available()
             missing += not ok
-            table.add_row(name, exts, part.name, "[green]yes[/]" if ok else "[red]no[/]", part.purpose, part.install)
+            table.add_row(
+                name,
+                exts,
+                part.name,
+                "[green]yes[/]" if ok else "[red]no[/]",
+                escape(part.purpose),
+                escape(part.install),
+            )
             name, exts = "", ""
     out.print(table)
     for spec, path in installed_files():

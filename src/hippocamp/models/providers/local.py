@@ -10,6 +10,7 @@ client's JSON-action protocol. The thread count is a setting: ``threads=`` or
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -64,6 +65,16 @@ class _Loaded:
 
 _loaded: dict[tuple[str, int, int], _Loaded] = {}
 _load_lock = threading.Lock()
+
+
+@atexit.register
+def _close_all() -> None:
+    """Free llama.cpp models before interpreter teardown (their finalizers fail once modules are gone)."""
+    with _load_lock:
+        for loaded in _loaded.values():
+            loaded.executor.shutdown(wait=True)  # no call is running any more
+            loaded.llm.close()
+        _loaded.clear()
 
 
 def _load(path: Path, n_ctx: int, threads: int) -> _Loaded:
