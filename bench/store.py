@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hippocamp.store import IndexOptions, SearchFilters, Searcher, Store, index_profile
+from hippocamp.store import IndexOptions, Searcher, SearchFilters, Store, index_profile
 
 WORDS = (
     "rent lease landlord deposit invoice receipt vet dentist gym budget salary tax flight hotel meeting project "
@@ -149,7 +149,9 @@ def synthetic_store(path: Path, n: int, dim: int = 384, seed: int = 3) -> Store:
         ids = [r[0] for r in db.execute("SELECT id FROM segments ORDER BY id")]
         vecs = nprng.standard_normal((len(ids), dim)).astype(np.float32)
         vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-        db.executemany("INSERT INTO vectors (segment_id, vector) VALUES (?, ?)", zip(ids, (v.tobytes() for v in vecs)))
+        db.executemany(
+            "INSERT INTO vectors (segment_id, vector) VALUES (?, ?)", zip(ids, (v.tobytes() for v in vecs), strict=True)
+        )
     return store
 
 
@@ -224,7 +226,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=300)
     parser.add_argument("--sizes", default="10000,100000")
-    parser.add_argument("--embedder", default=None, help="embedder for the FinanceBench recall (default: the bundled one)")
+    parser.add_argument(
+        "--embedder", default=None, help="embedder for the FinanceBench recall (default: the bundled one)"
+    )
     parser.add_argument("--no-embed", action="store_true")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()

@@ -98,7 +98,9 @@ def test_console_script_starts_without_heavy_imports():
 def test_models_commands_with_the_mock():
     listing = invoke("models", "list")
     assert listing.exit_code == 0
-    assert "mock" in listing.output and "qwen2.5-coder-1.5b" in listing.output and "default chat model" in listing.output
+    assert (
+        "mock" in listing.output and "qwen2.5-coder-1.5b" in listing.output and "default chat model" in listing.output
+    )
     check = invoke("models", "check", "mock")
     assert check.exit_code == 0 and "json:     ok" in check.output
     chat = CliRunner().invoke(main, ["models", "chat", "mock"], input="hello there\n\n")

@@ -179,7 +179,8 @@ class Searcher:
         where, args = filters.sql()
         joins = " JOIN segments s ON s.id = fts.rowid JOIN files f ON f.id = s.file_id" if where else ""
         rows = self.store.db.execute(
-            f"SELECT fts.rowid, bm25(fts, 1.0, 0.5) AS rank FROM fts{joins} WHERE fts MATCH ?{where} ORDER BY rank LIMIT ?",
+            f"SELECT fts.rowid, bm25(fts, 1.0, 0.5) AS rank FROM fts{joins}"
+            f" WHERE fts MATCH ?{where} ORDER BY rank LIMIT ?",
             [match, *args, limit],
         ).fetchall()
         return [(int(r[0]), -float(r[1])) for r in rows]
