@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -21,6 +22,7 @@ __all__ = ["Hit", "Mode", "SearchFilters", "Searcher", "fts_query"]
 
 Mode = Literal["hybrid", "fts", "vector"]
 RRF_K = 60
+_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="hippocamp-search")
 
 _STOP = frozenset(
     """a an and are as at be been but by can could did do does for from had has have he her his how i if in
@@ -141,9 +143,13 @@ class Searcher:
             mode = "fts"
         self.mode_used = mode
         lists: dict[str, list[tuple[int, float]]] = {}
-        if mode in ("fts", "hybrid"):
+        if mode == "hybrid":  # BM25 waits on SQLite, the vectors on numpy: both release the GIL, so overlap
+            vector = _POOL.submit(self._vector, query, pool, filters)
             lists["fts"] = self._fts(query, pool, filters)
-        if mode in ("vector", "hybrid"):
+            lists["vector"] = vector.result()
+        elif mode == "fts":
+            lists["fts"] = self._fts(query, pool, filters)
+        else:
             lists["vector"] = self._vector(query, pool, filters)
         ranked = _rrf(lists) if mode == "hybrid" else lists[mode]
         top = ranked[:k]
@@ -220,7 +226,9 @@ class Searcher:
         mask = _mask(m, filters)
         if mask is not None:
             scores = np.where(mask, scores, -np.inf)
-        n = min(limit, int(np.isfinite(scores).sum()))
+            n = min(limit, int(mask.sum()))
+        else:
+            n = min(limit, len(scores))
         if n == 0:
             return []
         top = np.argpartition(-scores, n - 1)[:n]
