@@ -193,18 +193,22 @@ def test_timeouts_are_retried():
     assert run(model.generate(USER)).text == "fast now"
 
 
+class Counting(MockBackend):
+    """A backend that records how many calls ran at once."""
+
+    def __init__(self, **kw):  # type: ignore[no-untyped-def]
+        super().__init__(**kw)
+        self.active = self.peak = 0
+
+    async def complete(self, request: ChatRequest) -> Generation:
+        self.active += 1
+        self.peak = max(self.peak, self.active)
+        await asyncio.sleep(0.01)
+        self.active -= 1
+        return Generation(model=self.id, text="ok")
+
+
 def test_concurrency_limit():
-    active = peak = 0
-
-    class Counting(MockBackend):
-        async def complete(self, request: ChatRequest) -> Generation:
-            nonlocal active, peak
-            active += 1
-            peak = max(peak, active)
-            await asyncio.sleep(0.01)
-            active -= 1
-            return Generation(model=self.id, text="ok")
-
     model = get_model("mock", settings=ModelSettings(max_concurrency=3))
     model.backend = Counting()
 
@@ -212,7 +216,7 @@ def test_concurrency_limit():
         return await asyncio.gather(*(model.generate([{"role": "user", "content": str(i)}]) for i in range(12)))
 
     assert len(run(many())) == 12
-    assert peak == 3
+    assert model.backend.peak == 3
 
 
 def test_cache_hits_skip_the_backend_and_cost_nothing(tmp_path: Path):
@@ -265,21 +269,11 @@ def test_mock_scripts_by_prompt_and_callable():
 
 
 def test_concurrency_limit_is_shared_by_models_of_one_id():
-    active = peak = 0
-
-    class Counting(MockBackend):
-        async def complete(self, request: ChatRequest) -> Generation:
-            nonlocal active, peak
-            active += 1
-            peak = max(peak, active)
-            await asyncio.sleep(0.01)
-            active -= 1
-            return Generation(model=self.id, text="ok")
-
+    backend = Counting(name="shared")
     models = []
     for _ in range(2):
         m = get_model("mock:shared", settings=ModelSettings(max_concurrency=2))
-        m.backend = Counting(name="shared")
+        m.backend = backend
         models.append(m)
 
     async def many():
@@ -287,7 +281,7 @@ def test_concurrency_limit_is_shared_by_models_of_one_id():
         return await asyncio.gather(*calls)
 
     assert len(run(many())) == 12
-    assert peak == 2
+    assert backend.peak == 2
 
 
 def test_no_cache_environment_variable(monkeypatch, tmp_path: Path):

@@ -71,6 +71,9 @@ class SearchFilters:
         return (" AND " + " AND ".join(clauses)) if clauses else "", args
 
 
+_ROW_FIELDS = ("path", "modality", "text", "locator", "within", "meta", "ordinal", "time")
+
+
 @dataclass
 class Hit:
     """A ranked segment: where it is, what it says, and how it ranked in each list."""
@@ -160,20 +163,9 @@ class Searcher:
             row = rows.get(sid)
             if row is None:
                 continue
+            fields = {key: row[key] for key in _ROW_FIELDS}
             hits.append(
-                Hit(
-                    segment_id=sid,
-                    score=score,
-                    path=row["path"],
-                    modality=row["modality"],
-                    text=row["text"],
-                    locator=row["locator"],
-                    within=row["within"],
-                    meta=row["meta"],
-                    ordinal=row["ordinal"],
-                    time=row["time"],
-                    ranks={name: r[sid] for name, r in ranks.items() if sid in r},
-                )
+                Hit(segment_id=sid, score=score, ranks={n: r[sid] for n, r in ranks.items() if sid in r}, **fields)
             )
         return hits
 
