@@ -278,3 +278,38 @@ def test_cli_index_search_export_doctor(tmp_path: Path, profile: Path):
     assert exported.exit_code == 0 and "wrote" in exported.output
     doctor = runner.invoke(main, ["doctor"])
     assert doctor.exit_code == 0 and "pdf" in doctor.output
+
+
+def test_files_are_read_again_when_their_reader_or_options_change(tmp_path: Path, profile: Path):
+    from hippocamp.perceive import run as perceive_run
+    from hippocamp.schema.segment import Segment
+
+    (profile / "Misc/notes.xyz").write_text("custom format: the boiler was serviced in May")
+    store = open_store(tmp_path, profile)
+    index_profile(profile, store, IndexOptions(embed=False, workers=1))
+    assert store.files()["Misc/notes.xyz"].status == "metadata"
+
+    @registry.register("reader", "test-xyz")
+    class XyzReader:
+        name = "test-xyz"
+        extensions = ("xyz",)
+        parts = ()
+
+        def read(self, path, ctx):  # type: ignore[no-untyped-def]
+            return [ctx.segment(path.read_text())]
+
+    perceive_run._by_ext = None
+    try:
+        report = index_profile(profile, store, IndexOptions(embed=False, workers=1))
+        assert report.updated == 1  # a reader for .xyz now exists: read again although unchanged
+        assert store.segments_of("Misc/notes.xyz")[0].text.startswith("custom format")
+        again = index_profile(profile, store, IndexOptions(embed=False, workers=1))
+        assert again.updated == 0
+        changed = index_profile(
+            profile, store, IndexOptions(perceive=PerceiveOptions(ocr=False), embed=False, workers=1)
+        )
+        assert changed.updated == again.unchanged  # other options: everything is read again
+        assert isinstance(store.segments_of("Misc/notes.xyz")[0], Segment)
+    finally:
+        registry._registry["reader"].pop("test-xyz")
+        perceive_run._by_ext = None

@@ -49,6 +49,7 @@ def _open_store(profile: Path, store_path: Path | None, create: bool):  # type: 
 @click.option("--no-ocr", is_flag=True, help="Do not OCR images and video frames.")
 @click.option("--no-asr", is_flag=True, help="Do not transcribe audio and video.")
 @click.option("--retry-failed", is_flag=True, help="Read again files that failed last time.")
+@click.option("--rebuild", is_flag=True, help="Delete the store first and index everything anew.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def index(
     profile: Path,
@@ -61,6 +62,7 @@ def index(
     no_ocr: bool,
     no_asr: bool,
     retry_failed: bool,
+    rebuild: bool,
     as_json: bool,
 ) -> None:
     """Index PROFILE: read new and changed files into its store, drop vanished ones, embed segments.
@@ -73,6 +75,12 @@ def index(
     from hippocamp.perceive.base import PerceiveOptions
     from hippocamp.store import IndexOptions, index_profile
 
+    if rebuild:
+        from hippocamp.store import default_store_path
+
+        target = store_path or default_store_path(_root(profile))
+        for leftover in target.parent.glob(target.name + "*"):
+            leftover.unlink()
     root, store = _open_store(profile, store_path, create=True)
     perceive = PerceiveOptions(max_bytes=int(max_mb * 1024 * 1024), ocr=not no_ocr, asr=not no_asr)
     kwargs = {"workers": workers} if workers else {}

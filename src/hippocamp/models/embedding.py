@@ -36,7 +36,7 @@ def normalize_rows(matrix: np.ndarray) -> np.ndarray:
 
 
 #: the embedder used when none is named (chosen by measurement; see docs/architecture.md)
-DEFAULT_EMBEDDER = "minilm"
+DEFAULT_EMBEDDER = "minilm-l6-int8"
 _instances: dict[str, Embedder] = {}
 
 

@@ -25,7 +25,7 @@ from hippocamp.schema.segment import Segment
 
 __all__ = ["STORE_VERSION", "FileRow", "Store", "StoreError", "default_store_path"]
 
-STORE_VERSION = "1"
+STORE_VERSION = "2"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -41,6 +41,7 @@ CREATE TABLE IF NOT EXISTS files (
     modified TEXT,
     status TEXT NOT NULL,
     reader TEXT,
+    signature TEXT,
     reason TEXT,
     notes TEXT NOT NULL DEFAULT '[]',
     segments INTEGER NOT NULL DEFAULT 0,
@@ -92,6 +93,7 @@ class FileRow:
     modified: str | None
     status: str
     reader: str | None
+    signature: str | None
     reason: str | None
     notes: list[str]
     segments: int
@@ -128,7 +130,9 @@ class Store:
         if version is None:
             self.set_meta("schema_version", STORE_VERSION)
         elif version != STORE_VERSION:
-            raise StoreError(f"{path}: store format {version}, this hippocamp reads {STORE_VERSION}; re-index")
+            raise StoreError(
+                f"{path}: store format {version}, this hippocamp reads {STORE_VERSION}; rebuild it (index --rebuild)"
+            )
         if root is not None:
             stored_root = self.get_meta("root")
             if stored_root is None:
@@ -172,15 +176,15 @@ class Store:
     # -- files -------------------------------------------------------------------------------------
     def files(self) -> dict[str, FileRow]:
         rows = self.db.execute(
-            "SELECT id, path, size, mtime_ns, sha256, modality, type, created, modified, status, reader, reason, "
-            "notes, segments FROM files"
+            "SELECT id, path, size, mtime_ns, sha256, modality, type, created, modified, status, reader, signature,"
+            " reason, notes, segments FROM files"
         ).fetchall()
-        return {r[1]: FileRow(*r[:12], json.loads(r[12]), r[13]) for r in rows}
+        return {r[1]: FileRow(*r[:13], json.loads(r[13]), r[14]) for r in rows}
 
     def file(self, path: str) -> FileRow | None:
         return self.files().get(path) if path else None
 
-    def put_file(self, result: Any, mtime_ns: int | None, size: int | None = None) -> int:
+    def put_file(self, result: Any, mtime_ns: int | None, size: int | None = None, signature: str | None = None) -> int:
         """Replace a file and its segments (a `FileResult`) in one transaction; returns the file id.
         ``mtime_ns`` and ``size`` are what the walk saw (what the next walk compares with)."""
         info = result.info
@@ -191,7 +195,7 @@ class Store:
                 db.execute("DELETE FROM files WHERE id = ?", (old[0],))
             cur = db.execute(
                 "INSERT INTO files (path, size, mtime_ns, sha256, modality, type, created, modified, status, reader,"
-                " reason, notes, segments, indexed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " signature, reason, notes, segments, indexed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     result.path,
                     info.size if info else size,
@@ -203,6 +207,7 @@ class Store:
                     info.modified.isoformat() if info and info.modified else None,
                     result.status,
                     result.reader,
+                    signature,
                     result.reason,
                     json.dumps(result.notes, ensure_ascii=False),
                     len(result.segments),

@@ -10,18 +10,22 @@ goes on.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from hippocamp import __version__
+from hippocamp.models.errors import ModelNotAvailableError
 from hippocamp.perceive.base import PerceiveOptions
-from hippocamp.perceive.run import FileResult, perceive_file, sha256_file
-from hippocamp.schema.filetypes import modality_of
+from hippocamp.perceive.run import FileResult, perceive_file, reader_for, sha256_file
+from hippocamp.schema.filetypes import extension, modality_of
 from hippocamp.store.db import Store
 from hippocamp.store.gold import GoldIndex
 
@@ -103,6 +107,16 @@ def walk_profile(root: Path, ignore: tuple[str, ...] = (".hippocamp",)) -> list[
     return entries
 
 
+def signature(rel: str, options: PerceiveOptions, gold: bool = False) -> str:
+    """What a file's segments depend on besides its bytes: the reader of its type, hippocamp's version
+    and the perception options. A file whose signature changed is read again even if unchanged."""
+    if gold:
+        return f"gold|{__version__}"
+    reader = reader_for(extension(rel))
+    opts = hashlib.sha1(json.dumps(asdict(options), sort_keys=True).encode()).hexdigest()[:8]
+    return f"{reader.name if reader else '-'}|{__version__}|{opts}"
+
+
 def _read(root: str, rel: str, options: PerceiveOptions) -> FileResult:
     return perceive_file(Path(root), rel, options)
 
@@ -139,6 +153,10 @@ def index_profile(
             todo.append(entry)
             continue
         retry = options.retry_failed and row.status in ("failed", "skipped")
+        covered_by_gold = gold is not None and gold.find(entry.rel) is not None
+        if row.signature != signature(entry.rel, options.perceive, covered_by_gold):
+            todo.append(entry)  # a new reader, another hippocamp version or other options: read again
+            continue
         if row.size == entry.size and row.mtime_ns == entry.mtime_ns and not retry:
             report.unchanged += 1
             if row.status in ("failed", "skipped") and row.reason:
@@ -156,7 +174,9 @@ def index_profile(
         todo.append(entry)
 
     def record(entry: Entry, result: FileResult) -> None:
-        store.put_file(result, entry.mtime_ns, entry.size)
+        store.put_file(
+            result, entry.mtime_ns, entry.size, signature(entry.rel, options.perceive, result.reader == "gold")
+        )
         if entry.rel in known:
             report.updated += 1
         else:
@@ -176,7 +196,12 @@ def index_profile(
             perceive_todo.append(entry)
     _read_all(root, perceive_todo, options, record, progress)
     if options.embed:
-        report.embedder, report.embedded = embed_missing(store, options.embedder, progress)
+        try:
+            report.embedder, report.embedded = embed_missing(store, options.embedder, progress)
+        except ModelNotAvailableError as exc:
+            if options.embedder is not None:
+                raise  # asked for by name: say so
+            report.notes.append(("(embeddings)", f"no embedder, BM25 search only: {exc}"))
     report.seconds = time.perf_counter() - start
     return report
 
