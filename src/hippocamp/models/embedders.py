@@ -29,14 +29,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
-from hippocamp.models.embedding import Embedder, Side, normalize_rows
+from hippocamp.models.embedding import DEFAULT_EMBEDDER, Side, get_embedder, normalize_rows
 from hippocamp.models.errors import ModelNotAvailableError
 from hippocamp.models.local_models import verify_file
-from hippocamp.registry import get, register
+from hippocamp.registry import register
 
 __all__ = [
     "DEFAULT_EMBEDDER",
@@ -47,10 +47,6 @@ __all__ = [
     "get_embedder",
     "locate_weights",
 ]
-
-#: The registry name of the default embedder: the best recall per second on this project's benchmarks
-#: (bench/embeddings.py): MiniLM int8 on onnxruntime.
-DEFAULT_EMBEDDER = "minilm-l6-int8"
 
 
 @dataclass(frozen=True)
@@ -96,18 +92,14 @@ def locate_weights(*choices: WeightFile, override: str | Path | None = None, mod
         _verify(path, choice, model)
         return path
     wanted = " or ".join(f"'{c.requirement}'" for c in choices)
-    raise ModelNotAvailableError(
-        f"{Path(choices[0].member).name} not found: pip install {wanted} (the hippocamp 'embed' extra)", model
-    )
+    raise ModelNotAvailableError(f"{Path(choices[0].member).name} not found: pip install {wanted}", model)
 
 
 def _verify(path: Path, spec: WeightFile, model: str | None) -> None:
     try:
         verify_file(path, spec.sha256, spec.size)
     except ModelNotAvailableError as exc:
-        raise ModelNotAvailableError(
-            f"{exc}; {spec.member} of {spec.requirement} is pinned at sha256 {spec.sha256}", model
-        ) from None
+        raise ModelNotAvailableError(f"{exc} (the pinned {spec.member} of {spec.requirement})", model) from None
 
 
 def _batches(order: np.ndarray, batch_size: int) -> list[np.ndarray]:
@@ -196,9 +188,10 @@ class MiniLMInt8Embedder:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
-        # group texts of similar length so little is padded (a text's vector does not depend on its batch)
+        # group texts of similar length so little is padded (a text's vector does not depend on its batch);
+        # onnxruntime runs at most 16 at a time, the fastest here on 2 cores
         order = np.argsort([len(t) for t in texts], kind="stable")
-        for idx in _batches(order, batch_size):
+        for idx in _batches(order, min(batch_size, 16)):
             with self._lock:
                 encodings = self._tokenizer.encode_batch([texts[i] for i in idx])
             ids = np.array([e.ids for e in encodings], dtype=np.int64)
@@ -242,8 +235,8 @@ class E5SmallQ4Embedder:
     dim: int = 384
 
     def __init__(self, *, threads: int | None = None, model_path: str | Path | None = None) -> None:
-        engine = locate_weights(E5_ENGINE, model=self.name)
         weights = locate_weights(E5_MODEL, override=model_path, model=self.name)
+        engine = locate_weights(E5_ENGINE, model=self.name)
         if threads:
             gomp = Path(str(metadata.distribution(E5_ENGINE.dist).locate_file(_E5_LIBGOMP)))
             if gomp.is_file():  # the engine's own OpenMP runtime: the setting reaches only this engine
@@ -344,9 +337,7 @@ class StaticEmbedder:
         try:
             from tokenizers import Tokenizer
         except ImportError:
-            raise ModelNotAvailableError(
-                "tokenizers is not installed: pip install tokenizers (the hippocamp 'embed' extra)", self.name
-            ) from None
+            raise ModelNotAvailableError("tokenizers is not installed: pip install tokenizers", self.name) from None
         tensors = read_safetensors(locate_weights(STATIC_WEIGHTS, model=self.name))
         self._tokenizer = Tokenizer.from_file(str(locate_weights(STATIC_TOKENIZER, model=self.name)))
         self._table = tensors["embeddings"].astype(np.float32)
@@ -372,8 +363,3 @@ class StaticEmbedder:
                 if ids.size:
                     out[row] = (self._table[self._mapping[ids]] * self._weights[ids, None]).mean(axis=0)
         return normalize_rows(out)
-
-
-def get_embedder(name: str = DEFAULT_EMBEDDER, **options: Any) -> Embedder:
-    """A ready embedder by registry name (built-ins and plug-ins); ``options`` go to its factory."""
-    return get("embedder", name)(**options)

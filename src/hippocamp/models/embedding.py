@@ -7,7 +7,7 @@ An embedder turns texts into L2-normalized float32 vectors. Models with a query/
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -47,12 +47,14 @@ def default_embedder_name() -> str:
     return os.environ.get("HIPPOCAMP_EMBEDDER") or DEFAULT_EMBEDDER
 
 
-def get_embedder(name: str | None = None) -> Embedder:
-    """The registered embedder ``name`` (kind ``embedder``), built once per process."""
+def get_embedder(name: str | None = None, **options: Any) -> Embedder:
+    """The registered embedder ``name`` (kind ``embedder``; default `default_embedder_name`). Without
+    options it is built once per process and shared; with options (e.g. ``threads=1``) a new one."""
     from hippocamp import registry
 
     name = name or default_embedder_name()
+    if options:
+        return registry.get("embedder", name)(**options)
     if name not in _instances:
-        factory = registry.get("embedder", name)
-        _instances[name] = factory()
+        _instances[name] = registry.get("embedder", name)()
     return _instances[name]
