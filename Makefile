@@ -10,6 +10,8 @@ STAMP := $(VENV)/.installed
 demo: system $(STAMP)
 	$(VENV)/bin/hippocamp validate --example
 	$(VENV)/bin/hippocamp stats --example --out runs/example-stats
+	$(VENV)/bin/hippocamp index "$$($(VENV)/bin/hippocamp example)"
+	$(VENV)/bin/hippocamp search "$$($(VENV)/bin/hippocamp example)" "how much did the vet charge for Biscuit" -k 3
 
 test: system $(STAMP)
 	$(PY) -m ruff check src tests scripts bench
