@@ -1,4 +1,4 @@
-"""PDF: text per page (pypdfium2), printed page labels (pypdf), the page count; regions snap to lines.
+"""PDF: text per page, printed page labels and the page count (pypdfium2); regions snap to lines.
 
 Each page becomes one segment located by ``{"unit": "page", "position": {"system_page": N,
 "printed_page": LABEL}}`` (the label only when the PDF defines page labels). Pages without a text
@@ -10,7 +10,7 @@ rendered page image), or normalized 0–1 with ``units="norm"``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from hippocamp.perceive.base import Part, ReadContext, ReadError
 from hippocamp.registry import register
@@ -32,19 +32,14 @@ def _open(path: Path):  # type: ignore[no-untyped-def]
         raise ReadError(f"not a readable PDF: {exc}") from None
 
 
-def page_labels(path: Path) -> list[str] | None:
-    """The PDF's own page labels when it defines them (/PageLabels), else None."""
-    from pypdf import PdfReader as PyPdfReader
-
+def page_labels(doc: Any) -> list[str] | None:
+    """The PDF's own page labels when it defines them (/PageLabels), else None (read by PDFium from
+    the open document: no second parse of the file)."""
     try:
-        reader = PyPdfReader(str(path), strict=False)
-        if reader.is_encrypted and not reader.decrypt(""):
-            return None
-        if "/PageLabels" not in reader.trailer["/Root"]:
-            return None
-        return list(reader.page_labels)
+        labels = [doc.get_page_label(i) for i in range(len(doc))]
     except Exception:  # labels are optional; a broken label tree must not lose the text
         return None
+    return labels if any(labels) else None
 
 
 def _clean(text: str) -> str:
@@ -62,7 +57,7 @@ class PdfReader:
         doc = _open(path)
         try:
             count = len(doc)
-            labels = page_labels(path)
+            labels = page_labels(doc)
             segments = []
             empty = []
             for index in range(count):

@@ -187,53 +187,60 @@ class Store:
     def put_file(self, result: Any, mtime_ns: int | None, size: int | None = None, signature: str | None = None) -> int:
         """Replace a file and its segments (a `FileResult`) in one transaction; returns the file id.
         ``mtime_ns`` and ``size`` are what the walk saw (what the next walk compares with)."""
-        info = result.info
+        return self.put_files([(result, mtime_ns, size, signature)])[0]
+
+    def put_files(self, items: list[tuple[Any, int | None, int | None, str | None]]) -> list[int]:
+        """Several files in one transaction (one commit for many small files); returns their ids."""
         with self.transaction() as db:
-            old = db.execute("SELECT id FROM files WHERE path = ?", (result.path,)).fetchone()
-            if old is not None:
-                self._delete_segments(db, old[0])
-                db.execute("DELETE FROM files WHERE id = ?", (old[0],))
+            return [self._put(db, *item) for item in items]
+
+    def _put(
+        self, db: sqlite3.Connection, result: Any, mtime_ns: int | None, size: int | None, signature: str | None
+    ) -> int:
+        info = result.info
+        old = db.execute("SELECT id FROM files WHERE path = ?", (result.path,)).fetchone()
+        if old is not None:
+            self._delete_segments(db, old[0])
+            db.execute("DELETE FROM files WHERE id = ?", (old[0],))
+        cur = db.execute(
+            "INSERT INTO files (path, size, mtime_ns, sha256, modality, type, created, modified, status, reader,"
+            " signature, reason, notes, segments, indexed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                result.path,
+                info.size if info else size,
+                mtime_ns,
+                result.sha256,
+                result.modality,
+                info.type if info else Path(result.path).suffix.lstrip(".").lower(),
+                info.created.isoformat() if info and info.created else None,
+                info.modified.isoformat() if info and info.modified else None,
+                result.status,
+                result.reader,
+                signature,
+                result.reason,
+                json.dumps(result.notes, ensure_ascii=False),
+                len(result.segments),
+                time.time(),
+            ),
+        )
+        file_id = int(cur.lastrowid or 0)
+        fallback = info.modified.isoformat() if info and info.modified else None
+        for seg in result.segments:
             cur = db.execute(
-                "INSERT INTO files (path, size, mtime_ns, sha256, modality, type, created, modified, status, reader,"
-                " signature, reason, notes, segments, indexed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO segments (file_id, ordinal, modality, text, locator, within, meta, time)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
-                    result.path,
-                    info.size if info else size,
-                    mtime_ns,
-                    result.sha256,
-                    result.modality,
-                    info.type if info else Path(result.path).suffix.lstrip(".").lower(),
-                    info.created.isoformat() if info and info.created else None,
-                    info.modified.isoformat() if info and info.modified else None,
-                    result.status,
-                    result.reader,
-                    signature,
-                    result.reason,
-                    json.dumps(result.notes, ensure_ascii=False),
-                    len(result.segments),
-                    time.time(),
+                    file_id,
+                    seg.ordinal,
+                    seg.modality,
+                    seg.text,
+                    None if seg.locator is None else json.dumps(seg.locator.dump(), ensure_ascii=False),
+                    json.dumps([w.dump() for w in seg.within], ensure_ascii=False),
+                    json.dumps(seg.meta, ensure_ascii=False, default=str),
+                    _segment_time(seg, fallback),
                 ),
             )
-            file_id = int(cur.lastrowid or 0)
-            fallback = info.modified.isoformat() if info and info.modified else None
-            for seg in result.segments:
-                cur = db.execute(
-                    "INSERT INTO segments (file_id, ordinal, modality, text, locator, within, meta, time)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        file_id,
-                        seg.ordinal,
-                        seg.modality,
-                        seg.text,
-                        None if seg.locator is None else json.dumps(seg.locator.dump(), ensure_ascii=False),
-                        json.dumps([w.dump() for w in seg.within], ensure_ascii=False),
-                        json.dumps(seg.meta, ensure_ascii=False, default=str),
-                        _segment_time(seg, fallback),
-                    ),
-                )
-                db.execute(
-                    "INSERT INTO fts (rowid, text, path) VALUES (?, ?, ?)", (cur.lastrowid, seg.text, result.path)
-                )
+            db.execute("INSERT INTO fts (rowid, text, path) VALUES (?, ?, ?)", (cur.lastrowid, seg.text, result.path))
         return file_id
 
     def touch_file(self, path: str, mtime_ns: int) -> None:

@@ -31,6 +31,10 @@ from hippocamp.store.gold import GoldIndex
 
 __all__ = ["IndexOptions", "IndexReport", "Progress", "index_profile", "walk_profile"]
 
+#: files are committed in batches of this many, or at least this often (seconds)
+COMMIT_FILES = 64
+COMMIT_SECONDS = 1.0
+
 #: progress(stage, done, total, path): stage is "scan", "read" or "embed"
 Progress = Callable[[str, int, int, str | None], None]
 
@@ -173,10 +177,21 @@ def index_profile(
                 continue
         todo.append(entry)
 
+    pending: list[tuple[FileResult, int | None, int | None, str | None]] = []
+    last_flush = time.monotonic()
+
+    def flush() -> None:
+        nonlocal last_flush
+        if pending:
+            store.put_files(pending)  # one transaction: a killed run keeps every committed file whole
+            pending.clear()
+        last_flush = time.monotonic()
+
     def record(entry: Entry, result: FileResult) -> None:
-        store.put_file(
-            result, entry.mtime_ns, entry.size, signature(entry.rel, options.perceive, result.reader == "gold")
-        )
+        sig = signature(entry.rel, options.perceive, result.reader == "gold")
+        pending.append((result, entry.mtime_ns, entry.size, sig))
+        if len(pending) >= COMMIT_FILES or time.monotonic() - last_flush >= COMMIT_SECONDS:
+            flush()
         if entry.rel in known:
             report.updated += 1
         else:
@@ -194,7 +209,10 @@ def index_profile(
             report.from_gold += 1
         else:
             perceive_todo.append(entry)
-    _read_all(root, perceive_todo, options, record, progress)
+    try:
+        _read_all(root, perceive_todo, options, record, progress)
+    finally:
+        flush()  # what was read is kept, even when the run is interrupted
     if options.embed:
         try:
             report.embedder, report.embedded = embed_missing(store, options.embedder, progress)
