@@ -26,7 +26,7 @@ system:
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	CMAKE_ARGS="-DLLAVA_BUILD=OFF" $(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,local,embed,ocr,asr,asr-base]'
+	CMAKE_ARGS="-DLLAVA_BUILD=OFF" $(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,local,embed,embed-more,ocr,asr,asr-base]'
 	touch $(STAMP)
 
 clean:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import os
 import shutil
 from importlib import metadata
 from pathlib import Path
@@ -60,7 +61,10 @@ def require(name: str) -> None:
     missing = [" or ".join(group) for group in dists if not any(_installed(d) for d in group)]
     missing += [m for m in modules if importlib.util.find_spec(m) is None]
     if missing:
-        pytest.skip(f"embedder {name!r} needs {', '.join(missing)}: {hint}")
+        message = f"embedder {name!r} needs {', '.join(missing)}: {hint}"
+        if os.environ.get("HIPPOCAMP_REQUIRE_MODELS") == "1":
+            pytest.fail(f"required here (HIPPOCAMP_REQUIRE_MODELS=1): {message}")
+        pytest.skip(message)
 
 
 @pytest.fixture(scope="module")
