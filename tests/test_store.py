@@ -313,3 +313,35 @@ def test_files_are_read_again_when_their_reader_or_options_change(tmp_path: Path
     finally:
         registry._registry["reader"].pop("test-xyz")
         perceive_run._by_ext = None
+
+
+def test_common_words_are_left_out_of_bm25_without_changing_the_ranking(tmp_path: Path):
+    import random
+
+    from hippocamp.store import search as search_module
+
+    rng = random.Random(4)
+    rare = [f"word{i}" for i in range(400)]
+    store = Store(tmp_path / "s.sqlite", root=tmp_path)
+    with store.transaction() as db:
+        fid = db.execute(
+            "INSERT INTO files (path, modality, type, status, indexed_at) VALUES ('a.txt', 'text', 'txt', 'ok', 0)"
+        ).lastrowid
+        for i in range(3000):
+            words = rng.choices(rare, k=12) + (["invoice"] if rng.random() < 0.8 else [])  # "invoice": 80% of rows
+            text = " ".join(words)
+            sid = db.execute(
+                "INSERT INTO segments (file_id, ordinal, modality, text) VALUES (?, ?, 'text', ?)", (fid, i, text)
+            ).lastrowid
+            db.execute("INSERT INTO fts (rowid, text, path) VALUES (?, ?, 'a.txt')", (sid, text))
+    searcher = Searcher(store)
+    assert searcher._doc_frequency("Invoices") == searcher._doc_frequency("invoice") > 1500  # stemmed like FTS5
+    assert searcher._informative(["invoice", "word7", "word9"]) == ["word7", "word9"]
+    assert searcher._informative(["invoice"]) == ["invoice"]
+    for query in ("invoice word7 word9", "invoice word3", "word10 word11 invoice word12"):
+        pruned = searcher._fts(query, 10, SearchFilters())
+        full = searcher.store.db.execute(
+            "SELECT rowid, bm25(fts, 1.0, 0.5) AS r FROM fts WHERE fts MATCH ? ORDER BY r LIMIT 10",
+            (search_module.fts_query(query),),
+        ).fetchall()
+        assert [sid for sid, _ in pruned] == [sid for sid, _ in full]  # the same top 10, in the same order

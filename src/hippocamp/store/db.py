@@ -61,6 +61,7 @@ CREATE TABLE IF NOT EXISTS segments (
 CREATE INDEX IF NOT EXISTS segments_file ON segments(file_id);
 CREATE INDEX IF NOT EXISTS segments_time ON segments(time);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(text, path, tokenize = 'porter unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE IF NOT EXISTS fts_vocab USING fts5vocab(fts, 'row');
 CREATE TABLE IF NOT EXISTS vectors (
     segment_id INTEGER PRIMARY KEY REFERENCES segments(id) ON DELETE CASCADE,
     vector BLOB NOT NULL

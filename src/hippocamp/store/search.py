@@ -18,10 +18,13 @@ import numpy as np
 from hippocamp.schema.segment import Segment
 from hippocamp.store.db import Store, to_segment
 
-__all__ = ["Hit", "Mode", "SearchFilters", "Searcher", "fts_query"]
+__all__ = ["Hit", "Mode", "SearchFilters", "Searcher", "fts_query", "query_words"]
 
 Mode = Literal["hybrid", "fts", "vector"]
 RRF_K = 60
+#: from this many segments on, query words found in half the rows or more are left out of BM25
+PRUNE_FROM_ROWS = 2000
+_TOKENIZE = "'porter unicode61 remove_diacritics 2'"
 _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="hippocamp-search")
 
 _STOP = frozenset(
@@ -31,14 +34,17 @@ _STOP = frozenset(
 )
 
 
-def fts_query(text: str) -> str | None:
-    """An FTS5 query matching any of the text's words (stop words dropped unless nothing is left)."""
+def query_words(text: str) -> list[str]:
+    """The words of a query, stop words dropped unless nothing else is left, each once."""
     words = re.findall(r"\w+", text.lower())
     kept = [w for w in words if w not in _STOP] or words
-    if not kept:
-        return None
-    unique = list(dict.fromkeys(kept))
-    return " OR ".join(f'"{w}"' for w in unique)
+    return list(dict.fromkeys(kept))
+
+
+def fts_query(text: str | list[str]) -> str | None:
+    """An FTS5 query matching any of the words (given, or taken from a text by `query_words`)."""
+    words = query_words(text) if isinstance(text, str) else text
+    return " OR ".join(f'"{w}"' for w in words) if words else None
 
 
 @dataclass(frozen=True)
@@ -122,6 +128,8 @@ class Searcher:
         self.store = store
         self._embedder = embedder
         self._matrix: _Matrix | None = None
+        self._rows: tuple[int, int] | None = None
+        self._tokenizer_ready = False
         self.mode_used: Mode | None = None
 
     # -- embedder ----------------------------------------------------------------------------------
@@ -171,7 +179,7 @@ class Searcher:
 
     # -- the two lists -------------------------------------------------------------------------------
     def _fts(self, query: str, limit: int, filters: SearchFilters) -> list[tuple[int, float]]:
-        match = fts_query(query)
+        match = fts_query(self._informative(query_words(query)))
         if match is None:
             return []
         where, args = filters.sql()
@@ -182,6 +190,38 @@ class Searcher:
             [match, *args, limit],
         ).fetchall()
         return [(int(r[0]), -float(r[1])) for r in rows]
+
+    def _informative(self, words: list[str]) -> list[str]:
+        """Words that can change a BM25 ranking. FTS5 clamps the idf of a term found in at least half
+        of the rows to 1e-6, so such a term adds nothing to any score, yet scoring every row it matches
+        is most of the cost on a large store: drop it (keeping the rarest word if all are common).
+        Rankings of rows that match the other words are unchanged."""
+        if len(words) < 2:
+            return words
+        rows = self._row_count()
+        if rows < PRUNE_FROM_ROWS:
+            return words
+        df = {w: self._doc_frequency(w) for w in words}
+        kept = [w for w in words if 2 * df[w] < rows]
+        return kept or [min(words, key=lambda w: df[w])]
+
+    def _row_count(self) -> int:
+        if self._rows is None or self._rows[0] != self.store.generation:
+            self._rows = (self.store.generation, self.store.db.execute("SELECT COUNT(*) FROM segments").fetchone()[0])
+        return self._rows[1]
+
+    def _doc_frequency(self, word: str) -> int:
+        """Rows containing the word as FTS5 tokenizes it (stemmed; the most frequent of its tokens)."""
+        db = self.store.db
+        if not self._tokenizer_ready:
+            db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_tokens USING fts5(x, tokenize = {_TOKENIZE})")
+            db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_vocab USING fts5vocab(temp, query_tokens, 'row')")
+            self._tokenizer_ready = True
+        db.execute("DELETE FROM temp.query_tokens")  # a temp table: autocommit, no lock on the store
+        db.execute("INSERT INTO temp.query_tokens (x) VALUES (?)", (word,))
+        terms = [r[0] for r in db.execute("SELECT term FROM temp.query_vocab")]
+        counts = [db.execute("SELECT doc FROM fts_vocab WHERE term = ?", (t,)).fetchone() for t in terms]
+        return max((c[0] for c in counts if c), default=0)
 
     def _load_matrix(self) -> _Matrix:
         if self._matrix is not None and self._matrix.generation == self.store.generation:
