@@ -121,6 +121,7 @@ class _Matrix:
     modality: np.ndarray
     types: np.ndarray
     times: np.ndarray
+    globs: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 class Searcher:
@@ -242,7 +243,7 @@ class Searcher:
             paths=np.array([r[2] for r in rows], dtype=object),
             modality=np.array([r[3] for r in rows], dtype=object),
             types=np.array([r[4] for r in rows], dtype=object),
-            times=np.array([r[5] for r in rows], dtype=object),
+            times=np.array([r[5] for r in rows], dtype=str),
         )
         return self._matrix
 
@@ -275,15 +276,19 @@ def _mask(m: _Matrix, f: SearchFilters) -> np.ndarray | None:
         return b if a is None else (a & b)
 
     if f.glob:
-        mask = both(mask, np.array([fnmatch.fnmatchcase(p, f.glob) for p in m.paths], dtype=bool))
+        if f.glob not in m.globs:  # one match per distinct path, remembered per pattern
+            unique, inverse = np.unique(m.paths.astype(str), return_inverse=True)
+            hits = np.array([fnmatch.fnmatchcase(p, f.glob) for p in unique], dtype=bool)
+            m.globs[f.glob] = hits[inverse]
+        mask = both(mask, m.globs[f.glob])
     if f.modality:
         mask = both(mask, np.isin(m.modality, list(f.modality)))
     if f.types:
         mask = both(mask, np.isin(m.types, [t.lower().lstrip(".") for t in f.types]))
     if f.after:
-        mask = both(mask, np.array([t != "" and t >= f.after for t in m.times], dtype=bool))
+        mask = both(mask, (m.times != "") & (m.times >= f.after))
     if f.before:
-        mask = both(mask, np.array([t != "" and t < f.before for t in m.times], dtype=bool))
+        mask = both(mask, (m.times != "") & (m.times < f.before))
     return mask
 
 
