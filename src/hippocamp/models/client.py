@@ -23,10 +23,10 @@ from hippocamp.models.cache import RequestCache
 from hippocamp.models.errors import ModelError, ModelOutputError, TransientModelError
 from hippocamp.models.pricing import cost_usd
 from hippocamp.models.structured import OutputFormat, instruction_for
-from hippocamp.models.toolcalls import parse_tool_calls, render_messages, tools_instruction
+from hippocamp.models.toolcalls import parse_tool_calls, render_messages, tools_instruction, with_system
 from hippocamp.models.types import ChatRequest, Generation, Message, Usage
 
-__all__ = ["Model", "ModelSettings", "RetryPolicy"]
+__all__ = ["Model", "ModelSettings", "RetryPolicy", "run_sync"]
 
 
 @dataclass(frozen=True)
@@ -129,13 +129,13 @@ class Model:
         sent = [dict(m) for m in messages]
         native_tools = list(tools) if tools and self.backend.supports_tools else None
         if tools and not self.backend.supports_tools:
-            sent = _with_system(render_messages(sent), tools_instruction(tools))
+            sent = with_system(render_messages(sent), tools_instruction(tools))
         schema = None
         if fmt is not None:
             if self.backend.supports_json_schema:
                 schema = fmt.schema
             else:
-                sent = _with_system(sent, instruction_for(fmt))
+                sent = with_system(sent, instruction_for(fmt))
         request = ChatRequest(
             model=self.id,
             messages=sent,
@@ -235,18 +235,6 @@ class Model:
         await self.backend.aclose()
 
 
-def _with_system(messages: list[Message], instruction: str) -> list[Message]:
-    """Add an instruction to the system message (or start with one)."""
-    if messages and messages[0].get("role") == "system":
-        first = dict(messages[0])
-        first["content"] = f"{first.get('content') or ''}\n\n{instruction}".strip()
-        return [first, *messages[1:]]
-    return [{"role": "system", "content": instruction}, *messages]
-
-
 def run_sync(coro: Awaitable[Any]) -> Any:
     """Run a coroutine from synchronous code (the CLI)."""
     return asyncio.run(coro)  # type: ignore[arg-type]
-
-
-__all__ += ["run_sync"]

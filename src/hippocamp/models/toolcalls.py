@@ -15,7 +15,7 @@ from typing import Any
 from hippocamp.models.structured import extract_json
 from hippocamp.models.types import Message, ToolCall
 
-__all__ = ["parse_tool_calls", "render_messages", "tools_instruction"]
+__all__ = ["parse_tool_calls", "render_messages", "tools_instruction", "with_system"]
 
 
 def _spec(tool: dict[str, Any]) -> dict[str, Any]:
@@ -95,3 +95,12 @@ def _merge_same_role(messages: list[Message]) -> list[Message]:
         else:
             merged.append(dict(m))
     return merged
+
+
+def with_system(messages: list[Message], instruction: str) -> list[Message]:
+    """Add an instruction to the system message (or start with one); ``messages`` is not changed."""
+    if messages and messages[0].get("role") == "system":
+        first = dict(messages[0])
+        first["content"] = f"{first.get('content') or ''}\n\n{instruction}".strip()
+        return [first, *messages[1:]]
+    return [{"role": "system", "content": instruction}, *messages]

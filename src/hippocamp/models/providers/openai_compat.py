@@ -16,7 +16,7 @@ from typing import Any
 
 from hippocamp.models.errors import ModelError, ModelNotAvailableError, TransientModelError
 from hippocamp.models.structured import OutputFormat, instruction_for
-from hippocamp.models.toolcalls import parse_tool_calls, render_messages, tools_instruction
+from hippocamp.models.toolcalls import parse_tool_calls, render_messages, tools_instruction, with_system
 from hippocamp.models.types import ChatRequest, Generation, ToolCall, Usage
 from hippocamp.registry import register
 
@@ -86,7 +86,7 @@ class OpenAIBackend:
                 kwargs["tools"] = request.tools
             else:
                 fallback_tools = request.tools
-                messages = _with_system(render_messages(messages), tools_instruction(request.tools))
+                messages = with_system(render_messages(messages), tools_instruction(request.tools))
         if request.json_schema is not None:
             fmt = OutputFormat(request.json_schema)
             if self.json_mode == "json_schema":
@@ -97,7 +97,7 @@ class OpenAIBackend:
             elif self.json_mode == "json_object":
                 kwargs["response_format"] = {"type": "json_object", "schema": request.json_schema}
             else:
-                messages = _with_system(messages, instruction_for(fmt))
+                messages = with_system(messages, instruction_for(fmt))
         kwargs["messages"] = messages
         if request.max_tokens is not None:
             kwargs["max_tokens"] = request.max_tokens
@@ -178,15 +178,6 @@ def _message(exc: Exception) -> str:
         if isinstance(body.get("detail"), str | list):
             return str(body["detail"])[:300]
     return str(exc)[:300]
-
-
-def _with_system(messages: list[dict[str, Any]], instruction: str) -> list[dict[str, Any]]:
-    if messages and messages[0].get("role") == "system":
-        return [
-            {**messages[0], "content": f"{messages[0].get('content') or ''}\n\n{instruction}".strip()},
-            *messages[1:],
-        ]
-    return [{"role": "system", "content": instruction}, *messages]
 
 
 @register("provider", "openai")
