@@ -8,7 +8,6 @@ reader get metadata only (modality ``other`` when the type is unknown).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import tempfile
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from hippocamp import registry
+from hippocamp.models.local_models import sha256_of
 from hippocamp.perceive.base import PerceiveOptions, ReadContext, Reader, ReadError, ext_of
 from hippocamp.schema.filetypes import modality_of
 from hippocamp.schema.locators import Locator
@@ -71,14 +71,6 @@ def file_info(path: Path) -> FileInfo:
     return FileInfo(size=st.st_size, type=ext_of(path), created=_stamp(created), modified=_stamp(st.st_mtime))
 
 
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while block := fh.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _outside(root: Path, path: Path) -> bool:
     try:
         path.resolve().relative_to(root.resolve())
@@ -107,7 +99,7 @@ def perceive_file(root: Path, rel: str, options: PerceiveOptions | None = None, 
         return result
     if hash_file:
         try:
-            result.sha256 = sha256_file(path)
+            result.sha256 = sha256_of(path)
         except OSError as exc:
             result.status, result.reason = "failed", f"cannot read: {exc.strerror or exc}"
             return result

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from hippocamp.perceive.run import FileResult, file_info, sha256_file
+from hippocamp.models.local_models import sha256_of
+from hippocamp.perceive.run import FileResult, file_info
 from hippocamp.schema.filetypes import modality_of
 from hippocamp.schema.locators import Locator, PageLocator, TimeRange, parse_timestamp
 from hippocamp.schema.segment import Segment
@@ -75,7 +76,7 @@ class GoldIndex:
         data = json.loads(gold.read_text(encoding="utf-8"))
         path = root / rel
         result = FileResult(rel, file_info(path), modality_of(rel) or "other", "ok", reader="gold")
-        result.sha256 = sha256_file(path)
+        result.sha256 = sha256_of(path)
         result.segments = gold_segments(rel, data)
         for i, seg in enumerate(result.segments):
             seg.ordinal = i

@@ -23,8 +23,9 @@ import numpy as np
 
 from hippocamp import __version__
 from hippocamp.models.errors import ModelNotAvailableError
+from hippocamp.models.local_models import sha256_of
 from hippocamp.perceive.base import PerceiveOptions
-from hippocamp.perceive.run import FileResult, perceive_file, reader_for, sha256_file
+from hippocamp.perceive.run import FileResult, perceive_file, reader_for
 from hippocamp.schema.filetypes import extension, modality_of
 from hippocamp.store.db import Store
 from hippocamp.store.gold import GoldIndex
@@ -168,7 +169,7 @@ def index_profile(
             continue
         if row.sha256 and row.size == entry.size and not retry:
             try:
-                same = sha256_file(root / entry.rel) == row.sha256
+                same = sha256_of(root / entry.rel) == row.sha256
             except OSError:
                 same = False
             if same:
