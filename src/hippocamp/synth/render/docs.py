@@ -1,0 +1,523 @@
+"""Document renderers: PDF (reportlab + pypdf), DOCX (python-docx), XLSX (XlsxWriter), PPTX (python-pptx).
+
+Each renderer writes one file from a spec and returns the `Placements` of its keys, with the locator
+``hippocamp.perceive``'s reader gives for that content and the text rendered there:
+
+* PDF: ``{"unit": "page", "position": {"system_page": N, "printed_page": LABEL}}`` (the label only
+  when ``labels`` are given); text: the key's lines, whitespace collapsed, joined by a space.
+* DOCX lines: ``{"unit": "paragraph", "position": "N"}`` or ``"N-M"``, body paragraphs counted as
+  the DOCX reader counts them (every body paragraph, tables not counted); text: the key's lines
+  joined by a space. DOCX tables: ``{"unit": "table", "position": {"label": "Table K"}}`` (body
+  tables counted in order); text: the rows as the reader renders them, ``cell | cell`` lines
+  joined by ``"\\n"``.
+* XLSX: ``{"unit": "cells", "position": "Sheet!A2:B5"}`` (sheet names quoted as
+  `hippocamp.schema.locators.CellRange` writes them: ``'My Sheet'!A1``); text: the range's cells as
+  the XLSX reader shows them (formulas by their cached value), tab-separated within a row, rows
+  joined by ``"\\n"``, trailing empty cells and empty rows left out.
+* PPTX: ``{"unit": "slide", "position": N}``; a slide's ``key`` covers its title and bullets
+  (joined by a space), a line key in the bullets or notes covers that line on slide N.
+
+Output is byte-identical for the same spec: no clock, fixed metadata, zips rewritten by
+`normalize_zip`.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import zipfile
+from collections.abc import Iterable
+from datetime import UTC, date, datetime, time
+from pathlib import Path
+from typing import Any
+
+from hippocamp.perceive.office import cell_text, column_letter
+from hippocamp.schema.locators import CellRange, RegionLocator, cell_bounds
+from hippocamp.synth.render import Line, Page, Placed, Placements, Sheet, Slide, Table, merge_placed
+
+__all__ = ["normalize_zip", "render_docx", "render_pdf", "render_pptx", "render_xlsx"]
+
+STYLES = ("title", "heading", "body", "small", "bullet")
+ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _check_style(line: Line, where: str) -> None:
+    if line.style not in STYLES:
+        raise ValueError(f"{where}: unknown line style {line.style!r} (want one of {', '.join(STYLES)})")
+
+
+def _utc_naive(dt: datetime) -> datetime:
+    """``dt`` in UTC without tzinfo (naive datetimes are taken as UTC already)."""
+    return dt.astimezone(UTC).replace(tzinfo=None) if dt.tzinfo is not None else dt
+
+
+class _Keys:
+    """Places line keys: a key must mark consecutive lines of one unit and some text."""
+
+    def __init__(self) -> None:
+        self.placements: Placements = {}
+        self._last: dict[str, tuple[Any, int]] = {}
+
+    def place(self, key: str, locator: dict[str, Any], text: str, run: Any, index: int, where: str) -> None:
+        """Record ``text`` of line ``index`` of ``run`` (a page, a text frame) under ``key``."""
+        if not text:
+            raise ValueError(f"{where}: key {key!r} marks a line without text")
+        last = self._last.get(key)
+        if last is not None and self.placements[key].locator == locator and last != (run, index - 1):
+            raise ValueError(f"{where}: key {key!r} marks lines that are not consecutive")
+        merge_placed(self.placements, key, locator, text)  # raises for a second locator
+        self._last[key] = (run, index)
+
+
+# -- zip packages ------------------------------------------------------------------------------------
+def normalize_zip(path: Path) -> None:
+    """Rewrite a zip package in place so its bytes depend only on its content: entries keep their
+    order and data, with date 1980-01-01, deflate compression at level 6 and the same attributes
+    (Unix, mode 0644)."""
+    path = Path(path)
+    with zipfile.ZipFile(path) as zin:
+        entries = [(info.filename, zin.read(info)) for info in zin.infolist()]
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zout:
+        for name, data in entries:
+            info = zipfile.ZipInfo(name, date_time=ZIP_EPOCH)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.create_system = 3  # Unix, so that the mode below means what it says
+            info.external_attr = 0o644 << 16  # a regular file, rw-r--r--
+            zout.writestr(info, data, compress_type=zipfile.ZIP_DEFLATED, compresslevel=6)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(buf.getvalue())
+    os.replace(tmp, path)
+
+
+def _core_properties(props: Any, title: str, author: str, created: datetime) -> None:
+    """Set the OOXML core properties (python-docx / python-pptx) from the spec, never the clock."""
+    when = _utc_naive(created)
+    props.title = title
+    props.author = author
+    props.last_modified_by = author
+    props.comments = ""  # the libraries' templates say "generated by python-docx/-pptx"
+    props.created = when
+    props.modified = when
+    props.last_printed = when
+    props.revision = 1
+
+
+# -- PDF -------------------------------------------------------------------------------------------
+#: style -> (font, size, leading, space after, text indent)
+_PDF_STYLES: dict[str, tuple[str, float, float, float, float]] = {
+    "title": ("Helvetica-Bold", 18, 24, 10, 0),
+    "heading": ("Helvetica-Bold", 13, 18, 6, 0),
+    "body": ("Helvetica", 11, 15, 4, 0),
+    "small": ("Helvetica", 8.5, 11, 3, 0),
+    "bullet": ("Helvetica", 11, 15, 2, 16),
+}
+_MARGIN = 72.0
+_LABEL_STYLES = ("/D", "/R", "/r", "/A", "/a")
+
+
+def _roman(n: int) -> str:
+    out = ""
+    for value, numeral in (
+        (1000, "M"),
+        (900, "CM"),
+        (500, "D"),
+        (400, "CD"),
+        (100, "C"),
+        (90, "XC"),
+        (50, "L"),
+        (40, "XL"),
+        (10, "X"),
+        (9, "IX"),
+        (5, "V"),
+        (4, "IV"),
+        (1, "I"),
+    ):
+        count, n = divmod(n, value)
+        out += numeral * count
+    return out
+
+
+def _label(style: str, n: int) -> str:
+    """The PDF page label of number ``n`` in ``style`` (ISO 32000 §12.4.2; letters repeat: AA, BB)."""
+    if style == "/D":
+        return str(n)
+    if style in ("/R", "/r"):
+        return _roman(n) if style == "/R" else _roman(n).lower()
+    letter = chr(ord("A") + (n - 1) % 26) * ((n - 1) // 26 + 1)
+    return letter if style == "/A" else letter.lower()
+
+
+def _page_labels(labels: list[tuple[int, str, int]], count: int) -> list[str]:
+    """Every page's printed label from ``(first page index, style, start)`` ranges."""
+    firsts = [first for first, _, _ in labels]
+    if not labels or firsts[0] != 0 or firsts != sorted(set(firsts)) or firsts[-1] >= count:
+        raise ValueError(f"page labels must start at page index 0 and ascend within 0..{count - 1}, got {firsts}")
+    out: list[str] = []
+    for i, (first, style, start) in enumerate(labels):
+        if style not in _LABEL_STYLES or start < 1:
+            raise ValueError(f"bad page label range {(first, style, start)}: style one of {_LABEL_STYLES}, start >= 1")
+        end = firsts[i + 1] if i + 1 < len(labels) else count
+        out += [_label(style, start + k) for k in range(end - first)]
+    return out
+
+
+def _wrap(text: str, font: str, size: float, width: float) -> list[str]:
+    """Greedy word wrap of ``text`` into rows at most ``width`` points wide."""
+    from reportlab.pdfbase.pdfmetrics import stringWidth
+
+    rows: list[str] = []
+    row = ""
+    for word in text.split():
+        if stringWidth(word, font, size) > width:
+            raise ValueError(f"the word {word[:40]!r} is wider than the page's text column")
+        candidate = f"{row} {word}" if row else word
+        if row and stringWidth(candidate, font, size) > width:
+            rows.append(row)
+            row = word
+        else:
+            row = candidate
+    return [*rows, row] if row else [""]
+
+
+def _pdf_date(dt: datetime) -> str:
+    stamp = dt.strftime("D:%Y%m%d%H%M%S")
+    offset = dt.utcoffset()
+    if offset is None:
+        return stamp
+    minutes = int(offset.total_seconds() // 60)
+    sign = "+" if minutes >= 0 else "-"
+    return f"{stamp}{sign}{abs(minutes) // 60:02d}'{abs(minutes) % 60:02d}'"
+
+
+def render_pdf(
+    path: Path,
+    pages: list[Page],
+    *,
+    title: str,
+    author: str,
+    created: datetime,
+    labels: list[tuple[int, str, int]] | None = None,
+    page_numbers: bool = False,
+) -> Placements:
+    """Write an A4 PDF, one `Page` per page, lines wrapped within the margins (a page whose lines do
+    not fit raises ValueError). ``labels``: printed page labels as ``(first page index, style,
+    start)`` with style ``/D``, ``/r``, ``/R``, ``/a`` or ``/A``; ``page_numbers`` prints each page's
+    label (or number) in its footer."""
+    from pypdf import PdfReader, PdfWriter
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfgen import canvas
+
+    if not pages:
+        raise ValueError("a PDF needs at least one page")
+    printed = _page_labels(labels, len(pages)) if labels else None
+    width, height = A4
+    keys = _Keys()
+    buf = io.BytesIO()
+    c = canvas.Canvas(buf, pagesize=A4, invariant=1, pageCompression=1)
+    for index, page in enumerate(pages):
+        number = index + 1
+        where = f"page {number}"
+        y = height - _MARGIN
+        locator: dict[str, Any] = {"unit": "page", "position": {"system_page": number}}
+        if printed is not None:
+            locator["position"]["printed_page"] = printed[index]
+        for n, line in enumerate(page.lines):
+            _check_style(line, where)
+            text = _squash(line.text)
+            try:
+                text.encode("cp1252")
+            except UnicodeEncodeError as exc:
+                raise ValueError(f"{where}: {text[exc.start]!r} cannot be drawn in the PDF's standard fonts") from None
+            font, size, leading, after, indent = _PDF_STYLES[line.style]
+            x = _MARGIN + indent
+            for k, row in enumerate(_wrap(text, font, size, width - _MARGIN - x)):
+                y -= leading
+                if y < _MARGIN:
+                    raise ValueError(f"{where} overflows: its lines do not fit between the margins")
+                if line.style == "bullet" and k == 0:  # a drawn dot, not a glyph: the text stays the line's
+                    c.circle(x - 10, y + size * 0.3, size * 0.16, stroke=0, fill=1)
+                c.setFont(font, size)
+                c.drawString(x, y, row)
+            y -= after
+            if line.key is not None:
+                keys.place(line.key, locator, text, index, n, where)
+        if page_numbers:
+            c.setFont("Helvetica", 9)
+            c.drawCentredString(width / 2, _MARGIN / 2, printed[index] if printed else str(number))
+        c.showPage()
+    c.save()
+
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(buf.getvalue())))
+    for i, (first, style, start) in enumerate(labels or []):
+        last = labels[i + 1][0] - 1 if labels and i + 1 < len(labels) else len(pages) - 1
+        writer.set_page_label(first, last, style, start=start)
+    stamp = _pdf_date(created)
+    writer.add_metadata(
+        {
+            "/Title": title,
+            "/Author": author,
+            "/Creator": "hippocamp.synth",
+            "/Producer": "hippocamp.synth",
+            "/CreationDate": stamp,
+            "/ModDate": stamp,
+        }
+    )
+    out = io.BytesIO()
+    writer.write(out)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(out.getvalue())
+    return keys.placements
+
+
+# -- DOCX ------------------------------------------------------------------------------------------
+def _table_rows(rows: list[list[str]]) -> list[str]:
+    """A table's rows as the DOCX reader renders them (``cell | cell``, empty rows left out)."""
+    width = max(len(r) for r in rows)
+    lines = [" | ".join(_squash(c) for c in [*r, *[""] * (width - len(r))]) for r in rows]
+    return [t for t in lines if t.replace("|", "").strip()]
+
+
+def render_docx(path: Path, blocks: list[Line | Table], *, title: str, author: str, created: datetime) -> Placements:
+    """Write a Word document: one paragraph per `Line` (title, heading 1, body, small print, list
+    bullet) and `Table`s with a bold header row. A key must mark consecutive lines (or one table)."""
+    import docx
+    from docx.shared import Pt
+
+    doc = docx.Document()
+    # key -> [(block index, paragraph number, text)] for lines; tables are placed at once
+    runs: dict[str, list[tuple[int, int, str]]] = {}
+    placements: Placements = {}
+    paragraph = 0
+    tables = 0
+    for i, block in enumerate(blocks):
+        if isinstance(block, Table):
+            if not block.rows or not any(block.rows):
+                raise ValueError(f"block {i + 1}: an empty table")
+            tables += 1
+            width = max(len(r) for r in block.rows)
+            table = doc.add_table(rows=len(block.rows), cols=width)
+            table.style = "Table Grid"
+            for r, row in enumerate(block.rows):
+                for col, text in enumerate(row):
+                    cell = table.cell(r, col)
+                    cell.text = text
+                    if r == 0:
+                        for run in cell.paragraphs[0].runs:
+                            run.font.bold = True
+            if block.key is not None:
+                if block.key in runs or block.key in placements:
+                    raise ValueError(f"key {block.key!r} marks more than one table or a table and lines")
+                rows = _table_rows(block.rows)
+                if not rows:
+                    raise ValueError(f"block {i + 1}: key {block.key!r} marks a table without text")
+                locator = RegionLocator(unit="table", label=f"Table {tables}").dump()
+                placements[block.key] = Placed(locator, "\n".join(rows))
+            continue
+        _check_style(block, f"block {i + 1}")
+        paragraph += 1
+        if block.style == "title":
+            doc.add_heading(block.text, 0)
+        elif block.style == "heading":
+            doc.add_heading(block.text, 1)
+        elif block.style == "bullet":
+            doc.add_paragraph(block.text, style="List Bullet")
+        else:
+            p = doc.add_paragraph(block.text)
+            if block.style == "small":
+                for run in p.runs:
+                    run.font.size = Pt(8)
+        if block.key is not None:
+            if block.key in placements:
+                raise ValueError(f"key {block.key!r} marks a table and lines")
+            if not block.text.strip():
+                raise ValueError(f"block {i + 1}: key {block.key!r} marks a line without text")
+            runs.setdefault(block.key, []).append((i, paragraph, _squash(block.text)))
+    for key, marks in runs.items():
+        indexes = [i for i, _, _ in marks]
+        if indexes != list(range(indexes[0], indexes[0] + len(indexes))):
+            raise ValueError(f"key {key!r} marks lines that are not consecutive blocks")
+        first, last = marks[0][1], marks[-1][1]
+        position = str(first) if first == last else f"{first}-{last}"
+        placements[key] = Placed({"unit": "paragraph", "position": position}, " ".join(t for _, _, t in marks))
+    _core_properties(doc.core_properties, title, author, created)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    doc.save(str(path))
+    normalize_zip(path)
+    return placements
+
+
+# -- XLSX ------------------------------------------------------------------------------------------
+_DATE_FORMATS = {"date": "yyyy-mm-dd", "datetime": "yyyy-mm-dd hh:mm:ss", "time": "hh:mm:ss"}
+
+
+def _cell_kind(value: Any) -> str | None:
+    """The date format a value needs (``date``, ``datetime``, ``time``), else None."""
+    if isinstance(value, datetime):
+        return "datetime" if value.time() != time(0) else "date"
+    if isinstance(value, date):
+        return "date"
+    if isinstance(value, time):
+        return "time"
+    return None
+
+
+def _plain(value: Any) -> Any:
+    """A cell value as written: aware datetimes keep their wall time, dates become midnight datetimes."""
+    if isinstance(value, datetime):
+        return value.replace(tzinfo=None)
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day)
+    if isinstance(value, time):
+        return value.replace(tzinfo=None)
+    return value
+
+
+def _serial(value: datetime | time) -> float:
+    """The Excel serial number (1900 date system) of a date-time or a time of day."""
+    if isinstance(value, datetime):
+        if value < datetime(1900, 3, 1):
+            raise ValueError(f"dates before 1900-03-01 are not supported: {value}")
+        return (value - datetime(1899, 12, 30)).total_seconds() / 86400
+    return (value.hour * 3600 + value.minute * 60 + value.second + value.microsecond / 1e6) / 86400
+
+
+def _shown(sheet: Sheet, row: int, col: int) -> str:
+    """What the XLSX reader shows for a 1-based cell of ``sheet`` (formulas: their cached value)."""
+    if row > len(sheet.rows) or col > len(sheet.rows[row - 1]):
+        return ""
+    value = sheet.rows[row - 1][col - 1]
+    if isinstance(value, str) and value.startswith("="):
+        value = sheet.cached[f"{column_letter(col)}{row}"]
+    return cell_text(_plain(value))
+
+
+def _range_text(sheet: Sheet, ref: str) -> str:
+    c0, r0, c1, r1 = cell_bounds(ref)
+    rows = ["\t".join(_shown(sheet, r, c) for c in range(c0, c1 + 1)).rstrip("\t") for r in range(r0, r1 + 1)]
+    return "\n".join(r for r in rows if r.strip())
+
+
+def _write_sheet(wb: Any, sheet: Sheet, formats: dict[str, Any]) -> None:
+    ws = wb.add_worksheet(sheet.name)
+    for cols, width in sheet.widths.items():
+        ws.set_column(cols if ":" in cols else f"{cols}:{cols}", width)
+    for r, row in enumerate(sheet.rows):
+        for c, value in enumerate(row):
+            ref = f"{column_letter(c + 1)}{r + 1}"
+            where = f"{sheet.name}!{ref}"
+            if value is None:
+                continue
+            if isinstance(value, str) and value.startswith("="):
+                if ref not in sheet.cached:
+                    raise ValueError(f"{where}: formula {value!r} has no cached value in Sheet.cached")
+                cached = sheet.cached[ref]
+                kind = _cell_kind(cached)
+                if kind is not None:
+                    shown = _serial(_plain(cached))
+                    ws.write_formula(r, c, value, formats[kind], shown)
+                else:
+                    ws.write_formula(r, c, value, None, cached)
+            elif isinstance(value, str):
+                ws.write_string(r, c, value)
+            elif isinstance(value, bool):
+                ws.write_boolean(r, c, value)
+            elif isinstance(value, int | float):
+                if value != value or value in (float("inf"), float("-inf")):
+                    raise ValueError(f"{where}: {value!r} is not a finite number")
+                ws.write_number(r, c, value)
+            elif (kind := _cell_kind(value)) is not None:
+                ws.write_datetime(r, c, _plain(value), formats[kind])
+            else:
+                raise ValueError(f"{where}: cannot write a {type(value).__name__} cell")
+
+
+def render_xlsx(path: Path, sheets: list[Sheet], *, title: str, author: str, created: datetime) -> Placements:
+    """Write an Excel workbook: numbers as numbers, dates and times as real dates, formulas with
+    the cached values of ``Sheet.cached`` (a formula without one raises ValueError)."""
+    import xlsxwriter
+
+    if not sheets:
+        raise ValueError("a workbook needs at least one sheet")
+    placements: Placements = {}
+    for sheet in sheets:
+        height = len(sheet.rows)
+        width = max((len(r) for r in sheet.rows), default=0)
+        for key, ref in sheet.keys.items():
+            ref = ref.replace("$", "").strip().upper()
+            c0, r0, c1, r1 = cell_bounds(ref)
+            if min(c0, r0) < 1 or r1 > height or c1 > width:
+                raise ValueError(f"key {key!r}: {sheet.name}!{ref} is not within the sheet's {width}x{height} cells")
+            text = _range_text(sheet, ref)
+            if not text:
+                raise ValueError(f"key {key!r}: {sheet.name}!{ref} holds no values")
+            merge_placed(placements, key, CellRange(unit="cells", sheet=sheet.name, ref=ref).dump(), text)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    wb = xlsxwriter.Workbook(str(path), {"strings_to_urls": False, "strings_to_formulas": False})
+    wb.set_properties({"title": title, "author": author, "created": _utc_naive(created)})
+    formats = {kind: wb.add_format({"num_format": fmt}) for kind, fmt in _DATE_FORMATS.items()}
+    try:
+        for sheet in sheets:
+            _write_sheet(wb, sheet, formats)
+    finally:
+        wb.close()
+    normalize_zip(path)
+    return placements
+
+
+# -- PPTX ------------------------------------------------------------------------------------------
+def _paragraphs(frame: Any, lines: Iterable[Line], where: str) -> None:
+    """Fill a text frame with one paragraph per line (small print one level in, headings bold)."""
+    from pptx.util import Pt
+
+    for k, line in enumerate(lines):
+        _check_style(line, where)
+        p = frame.paragraphs[0] if k == 0 else frame.add_paragraph()
+        p.text = line.text
+        if line.style == "small":
+            p.level = 1
+            for run in p.runs:
+                run.font.size = Pt(14)
+        elif line.style in ("heading", "title"):
+            for run in p.runs:
+                run.font.bold = True
+
+
+def render_pptx(path: Path, slides: list[Slide], *, title: str, author: str, created: datetime) -> Placements:
+    """Write a presentation: per `Slide` a title, a bulleted body (when it has bullets) and speaker notes."""
+    from pptx import Presentation
+
+    prs = Presentation()
+    keys = _Keys()
+    for number, spec in enumerate(slides, start=1):
+        where = f"slide {number}"
+        layout = prs.slide_layouts[1 if spec.bullets else 5]  # Title and Content / Title Only
+        slide = prs.slides.add_slide(layout)
+        slide.shapes.title.text = spec.title
+        if spec.bullets:
+            _paragraphs(slide.placeholders[1].text_frame, spec.bullets, where)
+        if spec.notes:
+            _paragraphs(slide.notes_slide.notes_text_frame, spec.notes, f"{where} notes")
+        locator: dict[str, Any] = {"unit": "slide", "position": number}
+        if spec.key is not None:
+            if spec.key in keys.placements or any(line.key == spec.key for line in [*spec.bullets, *spec.notes]):
+                raise ValueError(f"{where}: key {spec.key!r} marks a whole slide and something else")
+            text = " ".join(t for t in [_squash(spec.title), *(_squash(b.text) for b in spec.bullets)] if t)
+            keys.place(spec.key, locator, text, None, 0, where)
+        for frame, lines in (("bullets", spec.bullets), ("notes", spec.notes)):
+            for n, line in enumerate(lines):
+                if line.key is not None:
+                    keys.place(line.key, locator, _squash(line.text), (number, frame), n, where)
+    _core_properties(prs.core_properties, title, author, created)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    prs.save(str(path))
+    normalize_zip(path)
+    return keys.placements
