@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "export-gold": ("hippocamp.cli.store", "export_gold_cmd", "Write indexed segments as HippoCamp_Gold JSON."),
     "doctor": ("hippocamp.cli.store", "doctor", "Which optional parts (OCR, speech, models) are installed."),
     "cache": ("hippocamp.cli.models", "cache", "The model request cache: stats and clear."),
+    "synth": ("hippocamp.cli.synth", "synth", "Generate synthetic profiles with exact gold trajectories."),
 }
 
 

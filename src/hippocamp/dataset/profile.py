@@ -238,6 +238,9 @@ def _find_records_in(folder: Path) -> Path | None:
     if preferred.is_file():
         return preferred
     jsons = sorted(p for p in folder.glob("*.json") if p.is_file())
+    beside_tree = [p for p in jsons if (folder / p.stem).is_dir()]  # the release layout: <Name>.json beside <Name>/
+    if len(beside_tree) == 1:
+        return beside_tree[0]
     if len(jsons) == 1:
         return jsons[0]
     return None
