@@ -18,24 +18,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
+from _common import median_seconds
+
 TARGETS = {"startup": 1.5, "validate": 8.0, "stats": 3.0}
-
-
-def median_seconds(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def bench_startup(repeat: int) -> dict[str, float]:

@@ -126,7 +126,7 @@ class Store:
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{path}: not a hippocamp store ({exc})") from None
         self._lock = threading.RLock()
-        self.generation = 0  # bumped on every write: search caches key on it
+        self._writes = 0  # bumped on every commit through this object
         version = self.get_meta("schema_version")
         if version is None:
             self.set_meta("schema_version", STORE_VERSION)
@@ -172,7 +172,13 @@ class Store:
                 self.db.execute("ROLLBACK")
                 raise
             self.db.execute("COMMIT")
-            self.generation += 1
+            self._writes += 1
+
+    @property
+    def generation(self) -> tuple[int, int]:
+        """Changes whenever the store does: a commit through this object, or one by another connection
+        (another process indexing the same store). Search caches key on it."""
+        return self._writes, self.db.execute("PRAGMA data_version").fetchone()[0]
 
     # -- files -------------------------------------------------------------------------------------
     def files(self) -> dict[str, FileRow]:

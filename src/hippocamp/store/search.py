@@ -7,7 +7,6 @@ vectors (and says so in ``Searcher.mode_used``).
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from typing import Any, Literal
 import numpy as np
 
 from hippocamp.schema.segment import Segment
+from hippocamp.store.bm25 import COLUMN_WEIGHTS, MemoryBM25
 from hippocamp.store.db import Store, to_segment
 
 __all__ = ["Hit", "Mode", "SearchFilters", "Searcher", "fts_query", "query_words"]
@@ -113,23 +113,47 @@ class Hit:
 
 
 @dataclass
+class _Catalog:
+    """Every segment of one store generation, by ascending id, with what the filters look at."""
+
+    generation: Any
+    ids: np.ndarray
+    path_codes: np.ndarray  # index into `paths`
+    paths: list[str]
+    modality_codes: np.ndarray  # index into `modalities`
+    modalities: list[str]
+    type_codes: np.ndarray  # index into `types`
+    types: list[str]
+    times: np.ndarray  # '' when the segment has no time
+    masks: dict[SearchFilters, np.ndarray | None] = field(default_factory=dict)
+
+
+@dataclass
 class _Matrix:
-    generation: int
+    generation: Any
+    rows: np.ndarray  # positions in the catalog
     ids: np.ndarray
     vectors: np.ndarray
-    paths: np.ndarray
-    modality: np.ndarray
-    types: np.ndarray
-    times: np.ndarray
-    globs: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 class Searcher:
-    def __init__(self, store: Store, embedder: Any | None = None):
+    """Searches one store. Keeps what it loaded (the vector matrix, the in-memory BM25 index) until
+    the store changes; reuse one searcher for many queries.
+
+    ``bm25_in_memory``: True scores BM25 in memory (`MemoryBM25`, built once per store generation),
+    False always asks SQLite, None (the default) asks SQLite for the first query and uses memory from
+    the second on, so a one-off search (the command line) does not pay for building the index."""
+
+    def __init__(self, store: Store, embedder: Any | None = None, bm25_in_memory: bool | None = None):
         self.store = store
         self._embedder = embedder
+        self._bm25_in_memory = bm25_in_memory
+        self._searches = 0
+        self._catalog: _Catalog | None = None
         self._matrix: _Matrix | None = None
-        self._rows: tuple[int, int] | None = None
+        self._bm25: tuple[Any, MemoryBM25] | None = None
+        self._rows: tuple[Any, int] | None = None
+        self._tokens: dict[str, tuple[str, ...]] = {}
         self._tokenizer_ready = False
         self.mode_used: Mode | None = None
 
@@ -154,15 +178,20 @@ class Searcher:
         if mode == "hybrid" and not has_vectors:
             mode = "fts"
         self.mode_used = mode
+        generation = self.store.generation
+        in_memory = self._bm25_in_memory if self._bm25_in_memory is not None else self._searches > 0
+        self._searches += 1
+        if mode != "fts" and self.embedder() is not None:
+            self._load_matrix(generation)  # here, not in the worker thread: one connection, one loader
         lists: dict[str, list[tuple[int, float]]] = {}
-        if mode == "hybrid":  # BM25 waits on SQLite, the vectors on numpy: both release the GIL, so overlap
-            vector = _POOL.submit(self._vector, query, pool, filters)
-            lists["fts"] = self._fts(query, pool, filters)
+        if mode == "hybrid":  # BM25 and the vectors at the same time: SQLite and numpy release the GIL
+            vector = _POOL.submit(self._vector, query, pool, filters, generation)
+            lists["fts"] = self._fts(query, pool, filters, generation, in_memory)
             lists["vector"] = vector.result()
         elif mode == "fts":
-            lists["fts"] = self._fts(query, pool, filters)
+            lists["fts"] = self._fts(query, pool, filters, generation, in_memory)
         else:
-            lists["vector"] = self._vector(query, pool, filters)
+            lists["vector"] = self._vector(query, pool, filters, generation)
         ranked = _rrf(lists) if mode == "hybrid" else lists[mode]
         top = ranked[:k]
         rows = self.store.segment_rows(sid for sid, _ in top)
@@ -179,20 +208,30 @@ class Searcher:
         return hits
 
     # -- the two lists -------------------------------------------------------------------------------
-    def _fts(self, query: str, limit: int, filters: SearchFilters) -> list[tuple[int, float]]:
-        match = fts_query(self._informative(query_words(query)))
-        if match is None:
+    def _fts(
+        self, query: str, limit: int, filters: SearchFilters, generation: Any = None, in_memory: bool = False
+    ) -> list[tuple[int, float]]:
+        generation = self.store.generation if generation is None else generation
+        index = self._load_bm25(generation) if in_memory else None
+        words = self._informative(query_words(query), index)
+        if not words:
             return []
+        if index is not None:
+            phrases = [self._tokenize(w) for w in words]
+            if all(len(p) == 1 for p in phrases):  # a word FTS5 splits into a phrase is left to SQLite
+                catalog = self._load_catalog(generation)
+                return index.top([p[0] for p in phrases], limit, _mask(catalog, filters, self.store))
+        match = fts_query(words)
         where, args = filters.sql()
         joins = " JOIN segments s ON s.id = fts.rowid JOIN files f ON f.id = s.file_id" if where else ""
         rows = self.store.db.execute(
-            f"SELECT fts.rowid, bm25(fts, 1.0, 0.5) AS rank FROM fts{joins}"
-            f" WHERE fts MATCH ?{where} ORDER BY rank LIMIT ?",
+            f"SELECT fts.rowid, bm25(fts, {COLUMN_WEIGHTS[0]}, {COLUMN_WEIGHTS[1]}) AS rank FROM fts{joins}"
+            f" WHERE fts MATCH ?{where} ORDER BY rank, fts.rowid LIMIT ?",
             [match, *args, limit],
         ).fetchall()
         return [(int(r[0]), -float(r[1])) for r in rows]
 
-    def _informative(self, words: list[str]) -> list[str]:
+    def _informative(self, words: list[str], index: MemoryBM25 | None = None) -> list[str]:
         """Words that can change a BM25 ranking. FTS5 clamps the idf of a term found in at least half
         of the rows to 1e-6, so such a term adds nothing to any score, yet scoring every row it matches
         is most of the cost on a large store: drop it (keeping the rarest word if all are common).
@@ -202,62 +241,119 @@ class Searcher:
         rows = self._row_count()
         if rows < PRUNE_FROM_ROWS:
             return words
-        df = {w: self._doc_frequency(w) for w in words}
+        df = {w: self._doc_frequency(w, index) for w in words}
         kept = [w for w in words if 2 * df[w] < rows]
         return kept or [min(words, key=lambda w: df[w])]
 
     def _row_count(self) -> int:
-        if self._rows is None or self._rows[0] != self.store.generation:
-            self._rows = (self.store.generation, self.store.db.execute("SELECT COUNT(*) FROM segments").fetchone()[0])
+        generation = self.store.generation
+        if self._rows is None or self._rows[0] != generation:
+            self._rows = (generation, self.store.db.execute("SELECT COUNT(*) FROM segments").fetchone()[0])
         return self._rows[1]
 
-    def _doc_frequency(self, word: str) -> int:
+    def _tokenize(self, word: str) -> tuple[str, ...]:
+        """The tokens FTS5 makes of a word (stemmed, folded), in order; remembered."""
+        tokens = self._tokens.get(word)
+        if tokens is None:
+            db = self.store.db
+            if not self._tokenizer_ready:
+                db.execute(
+                    f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_tokens USING fts5(x, tokenize = {_TOKENIZE})"
+                )
+                db.execute(
+                    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_vocab"
+                    " USING fts5vocab(temp, query_tokens, 'instance')"
+                )
+                self._tokenizer_ready = True
+            db.execute("DELETE FROM temp.query_tokens")  # a temp table: autocommit, no lock on the store
+            db.execute("INSERT INTO temp.query_tokens (x) VALUES (?)", (word,))
+            tokens = tuple(r[0] for r in db.execute("SELECT term FROM temp.query_vocab ORDER BY offset"))
+            if len(self._tokens) > 10_000:
+                self._tokens.clear()
+            self._tokens[word] = tokens
+        return tokens
+
+    def _doc_frequency(self, word: str, index: MemoryBM25 | None = None) -> int:
         """Rows containing the word as FTS5 tokenizes it (stemmed; the most frequent of its tokens)."""
+        terms = set(self._tokenize(word))
+        if index is not None:
+            return max((index.doc_frequency(t) for t in terms), default=0)
         db = self.store.db
-        if not self._tokenizer_ready:
-            db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_tokens USING fts5(x, tokenize = {_TOKENIZE})")
-            db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_vocab USING fts5vocab(temp, query_tokens, 'row')")
-            self._tokenizer_ready = True
-        db.execute("DELETE FROM temp.query_tokens")  # a temp table: autocommit, no lock on the store
-        db.execute("INSERT INTO temp.query_tokens (x) VALUES (?)", (word,))
-        terms = [r[0] for r in db.execute("SELECT term FROM temp.query_vocab")]
         counts = [db.execute("SELECT doc FROM fts_vocab WHERE term = ?", (t,)).fetchone() for t in terms]
         return max((c[0] for c in counts if c), default=0)
 
-    def _load_matrix(self) -> _Matrix:
-        if self._matrix is not None and self._matrix.generation == self.store.generation:
-            return self._matrix
+    # -- what is loaded once per store generation ----------------------------------------------------
+    def _load_catalog(self, generation: Any) -> _Catalog:
+        if self._catalog is not None and self._catalog.generation == generation:
+            return self._catalog
         rows = self.store.db.execute(
-            "SELECT v.segment_id, v.vector, f.path, s.modality, f.type, COALESCE(s.time, '')"
-            " FROM vectors v JOIN segments s ON s.id = v.segment_id JOIN files f ON f.id = s.file_id"
-            " ORDER BY v.segment_id"
+            "SELECT s.id, f.path, s.modality, f.type, COALESCE(s.time, '')"
+            " FROM segments s JOIN files f ON f.id = s.file_id ORDER BY s.id"
         ).fetchall()
-        if rows:
-            vectors = np.vstack([np.frombuffer(r[1], dtype=np.float32) for r in rows])
-        else:
-            vectors = np.zeros((0, 0), dtype=np.float32)
-        self._matrix = _Matrix(
-            generation=self.store.generation,
-            ids=np.array([r[0] for r in rows], dtype=np.int64),
-            vectors=vectors,
-            paths=np.array([r[2] for r in rows], dtype=object),
-            modality=np.array([r[3] for r in rows], dtype=object),
-            types=np.array([r[4] for r in rows], dtype=object),
-            times=np.array([r[5] for r in rows], dtype=str),
+        paths: dict[str, int] = {}
+        modalities: dict[str, int] = {}
+        types: dict[str, int] = {}
+
+        def codes(column: int, names: dict[str, int]) -> np.ndarray:
+            return np.fromiter((names.setdefault(r[column], len(names)) for r in rows), dtype=np.int32, count=len(rows))
+
+        self._catalog = _Catalog(
+            generation=generation,
+            ids=np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)),
+            path_codes=codes(1, paths),
+            paths=list(paths),
+            modality_codes=codes(2, modalities),
+            modalities=list(modalities),
+            type_codes=codes(3, types),
+            types=list(types),
+            times=np.array([r[4] for r in rows], dtype=str),
         )
+        return self._catalog
+
+    def _load_bm25(self, generation: Any) -> MemoryBM25:
+        if self._bm25 is None or self._bm25[0] != generation:
+            catalog = self._load_catalog(generation)
+            self._bm25 = (generation, MemoryBM25.load(self.store.db, catalog.ids))
+        return self._bm25[1]
+
+    def _load_matrix(self, generation: Any) -> _Matrix:
+        if self._matrix is not None and self._matrix.generation == generation:
+            return self._matrix
+        catalog = self._load_catalog(generation)
+        db = self.store.db
+        count = db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0]
+        first = db.execute("SELECT vector FROM vectors LIMIT 1").fetchone()
+        dim = len(first[0]) // 4 if first else 0
+        ids = np.zeros(count, dtype=np.int64)
+        vectors = np.zeros((count, dim), dtype=np.float32)
+        cursor = db.execute("SELECT segment_id, vector FROM vectors ORDER BY segment_id")
+        done = 0
+        while (chunk := cursor.fetchmany(4096)) and done < count:  # a chunk at a time: no second copy
+            chunk = chunk[: count - done]
+            block = np.frombuffer(b"".join(r[1] for r in chunk), dtype=np.float32)
+            ids[done : done + len(chunk)] = [r[0] for r in chunk]
+            vectors[done : done + len(chunk)] = block.reshape(len(chunk), dim)
+            done += len(chunk)
+        ids, vectors = ids[:done], vectors[:done]
+        positions = np.searchsorted(catalog.ids, ids)
+        self._matrix = _Matrix(generation=generation, rows=positions, ids=ids, vectors=vectors)
         return self._matrix
 
-    def _vector(self, query: str, limit: int, filters: SearchFilters) -> list[tuple[int, float]]:
+    def _vector(
+        self, query: str, limit: int, filters: SearchFilters, generation: Any = None
+    ) -> list[tuple[int, float]]:
         embedder = self.embedder()
         if embedder is None:
             return []
-        m = self._load_matrix()
+        generation = self.store.generation if generation is None else generation
+        m = self._load_matrix(generation)
         if len(m.ids) == 0:
             return []
         q = np.asarray(embedder.embed([query], side="query"), dtype=np.float32)[0]
         scores = m.vectors @ q
-        mask = _mask(m, filters)
+        mask = _mask(self._load_catalog(generation), filters, self.store)
         if mask is not None:
+            mask = mask[m.rows]
             scores = np.where(mask, scores, -np.inf)
             n = min(limit, int(mask.sum()))
         else:
@@ -269,26 +365,33 @@ class Searcher:
         return [(int(m.ids[i]), float(scores[i])) for i in top]
 
 
-def _mask(m: _Matrix, f: SearchFilters) -> np.ndarray | None:
+def _mask(c: _Catalog, f: SearchFilters, store: Store) -> np.ndarray | None:
+    """Which catalog rows pass the filters, with the same meaning as `SearchFilters.sql` (the glob is
+    SQLite's GLOB, asked of SQLite); remembered per filter for the catalog's generation."""
+    if f in c.masks:
+        return c.masks[f]
     mask = None
 
     def both(a: np.ndarray | None, b: np.ndarray) -> np.ndarray:
         return b if a is None else (a & b)
 
+    def among(codes: np.ndarray, names: list[str], wanted: set[str]) -> np.ndarray:
+        return np.isin(codes, [i for i, name in enumerate(names) if name in wanted])
+
     if f.glob:
-        if f.glob not in m.globs:  # one match per distinct path, remembered per pattern
-            unique, inverse = np.unique(m.paths.astype(str), return_inverse=True)
-            hits = np.array([fnmatch.fnmatchcase(p, f.glob) for p in unique], dtype=bool)
-            m.globs[f.glob] = hits[inverse]
-        mask = both(mask, m.globs[f.glob])
+        matching = {r[0] for r in store.db.execute("SELECT path FROM files WHERE path GLOB ?", (f.glob,))}
+        mask = both(mask, among(c.path_codes, c.paths, matching))
     if f.modality:
-        mask = both(mask, np.isin(m.modality, list(f.modality)))
+        mask = both(mask, among(c.modality_codes, c.modalities, set(f.modality)))
     if f.types:
-        mask = both(mask, np.isin(m.types, [t.lower().lstrip(".") for t in f.types]))
+        mask = both(mask, among(c.type_codes, c.types, {t.lower().lstrip(".") for t in f.types}))
     if f.after:
-        mask = both(mask, (m.times != "") & (m.times >= f.after))
+        mask = both(mask, (c.times != "") & (c.times >= f.after))
     if f.before:
-        mask = both(mask, (m.times != "") & (m.times < f.before))
+        mask = both(mask, (c.times != "") & (c.times < f.before))
+    if len(c.masks) >= 64:
+        c.masks.clear()
+    c.masks[f] = mask
     return mask
 
 
