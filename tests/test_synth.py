@@ -168,3 +168,16 @@ def test_every_gold_fact_is_readable_at_its_locator(small: Path) -> None:
     report = check_profile(small)
     assert len(report.records) >= 18
     assert [(r.id, r.missing, r.read) for r in report.failed] == []
+
+
+@pytest.mark.slow
+def test_medium_profile_reads_back_and_validates(tmp_path: Path) -> None:
+    """The repeated stories of a medium profile (more memos, videos, plans, trips, months) are as exact."""
+    from hippocamp.synth.check import check_profile
+
+    result = generate(tmp_path / "medium", persona="student", seed=3, scale="medium", jobs=2)
+    assert result.files >= 500 and result.questions >= 30
+    report = validate_profile(load_profile(result.out))
+    assert [p for p in report.problems if p.severity == "error"] == []
+    check = check_profile(result.out)
+    assert [(r.id, r.missing) for r in check.failed] == []

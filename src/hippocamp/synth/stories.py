@@ -16,17 +16,20 @@ from datetime import date, datetime, timedelta
 from hippocamp.synth.plan import Artifact, Ask, Cite, Plan
 from hippocamp.synth.render import Exif, Line, Page, Scene, Sheet, Slide, Table, Utterance
 from hippocamp.synth.render.text import CalEvent
-from hippocamp.synth.world import World, rng_for
+from hippocamp.synth.world import RESTAURANTS, TRIP_CITIES, Place, World, rng_for
 
 __all__ = ["STORIES", "Context", "Scale", "calendar_path", "money", "nice_date"]
 
 Story = Callable[["Context"], None]
 STORIES: dict[str, Story] = {}
+#: how many distinct instances a story can tell (a scale asks for up to ``Scale.repeat``)
+REPEATS: dict[str, int] = {}
 
 
-def story(name: str) -> Callable[[Story], Story]:
+def story(name: str, repeats: int = 1) -> Callable[[Story], Story]:
     def deco(fn: Story) -> Story:
         STORIES[name] = fn
+        REPEATS[name] = repeats
         return fn
 
     return deco
@@ -38,13 +41,13 @@ class Scale:
     months: int
     receipts: int  # supermarket receipts in the arithmetic month
     filler: int  # approximate number of filler files
-    videos: int
+    repeat: int  # instances of each repeatable story (memos, videos, plans, trips, receipt months)
 
 
 SCALES = {
     "small": Scale("small", 3, 3, 33, 1),
-    "medium": Scale("medium", 4, 6, 470, 3),
-    "large": Scale("large", 12, 10, 3000, 6),
+    "medium": Scale("medium", 4, 6, 440, 3),
+    "large": Scale("large", 12, 10, 3000, 5),
 }
 
 
@@ -54,9 +57,13 @@ class Context:
     plan: Plan
     scale: Scale
     events: list[CalEvent] = field(default_factory=list)
+    #: which telling of a repeatable story is running (0 for the first)
+    instance: int = 0
     _img: int = 1000
 
     def rng(self, name: str) -> random.Random:
+        if self.instance:
+            return rng_for(self.world.seed, "story", name, self.instance)
         return rng_for(self.world.seed, "story", name)
 
     def img_name(self, ext: str = "jpg") -> str:
@@ -90,6 +97,11 @@ def money(currency: str, amount: float) -> str:
 
 def nice_date(d: date | datetime) -> str:
     return f"{d.day} {d:%B %Y}"
+
+
+def plain(x: float) -> str:
+    """A number as a spreadsheet shows it: ``167.8``, ``1450``, ``2085.37``."""
+    return f"{x:.2f}".rstrip("0").rstrip(".")
 
 
 def hm(t: datetime) -> str:
@@ -359,105 +371,154 @@ def dentist(ctx: Context) -> None:
 
 
 # -- audio and video ---------------------------------------------------------------------------------
-@story("memo")
+@story("memo", repeats=3)
 def memo(ctx: Context) -> None:
     w, rng = ctx.world, ctx.rng("memo")
-    locker = rng.randint(11, 48)
-    code = rng.randint(2000, 9800)
-    when = w.at(w.start + timedelta(days=rng.randint(5, 15)), 12, 31)
+    when = w.at(w.start + timedelta(days=rng.randint(5, 15) + 23 * ctx.instance), 12, 31)
+    if ctx.instance == 0:
+        locker, code = rng.randint(11, 48), rng.randint(2000, 9800)
+        said = f"The storage locker is number {locker} and the code is {', '.join(str(code))}."
+        note = f"The storage locker is number {locker} and the code is {code} (said digit by digit)."
+        question = "What is the number and the code of my storage locker?"
+        answer, facts = f"Locker {locker}, code {code}.", [str(locker), str(code)]
+    elif ctx.instance == 1:
+        level, row = rng.randint(2, 5), rng.choice("BCDFGH")
+        said = f"My bike is in the station garage on level {level}, row {row}."
+        note = ""
+        question = "Where did I leave my bike in the station garage?"
+        answer, facts = f"On level {level}, row {row}.", [f"level {level}"]
+    else:
+        day = rng.choice(WEEKDAYS[:5])
+        hour = rng.randint(8, 11)
+        said = f"The plumber is coming on {day} at {hour} o'clock to fix the boiler."
+        note = ""
+        question = "When is the plumber coming to fix the boiler?"
+        answer, facts = f"On {day} at {hour}:00.", [day]
     path = ctx.add(
         f"Recordings/Voice memo {when:%Y-%m-%d %H%M}.wav",
         "speech",
         when,
         location=w.city.name,
         utterances=[
-            Utterance("Quick note before I forget."),
-            Utterance(f"The storage locker is number {locker} and the code is {', '.join(str(code))}.", key="locker"),
-            Utterance("Also buy batteries for the bike light."),
+            Utterance(rng.choice(["Quick note before I forget.", "Note to self.", "Okay, reminder."])),
+            Utterance(said, key="fact"),
+            Utterance(rng.choice(["Also buy batteries for the bike light.", "That's it.", "And call Mum back."])),
         ],
     )
     ctx.plan.ask(
         Ask(
             "cross-modal",
-            "What is the number and the code of my storage locker?",
-            f"Locker {locker}, code {code}.",
+            question,
+            answer,
+            [Cite(path, ("fact",), note=note)],
             [
-                Cite(
-                    path,
-                    ("locker",),
-                    note=f"The storage locker is number {locker} and the code is {code} (said digit by digit).",
-                )
-            ],
-            [
-                ("A code like this is likely in a note or a voice memo.", []),
-                ("The voice memo says the locker number and code.", [1]),
+                ("Small practical facts like this are often only in a voice memo.", []),
+                ("The voice memo says it.", [1]),
             ],
             perception=["audio_understanding"],
-            facts=[str(locker), str(code)],
+            facts=facts,
         )
     )
 
 
-@story("video")
+@story("video", repeats=3)
 def video(ctx: Context) -> None:
     w, rng = ctx.world, ctx.rng("video")
-    project = w.project
-    review = w.at(w.end - timedelta(days=rng.randint(8, 20)), 14)
-    room = f"{rng.randint(1, 5)}.{rng.randint(10, 40)}"
-    lead = w.person("colleague1") if w.persona.kind != "student" else w.person("colleague2")
-    when = w.at(w.start + timedelta(days=rng.randint(40, 60)), 16, 5)
-    path = ctx.add(
-        f"Videos/{project} walkthrough.mp4",
-        "video",
-        when,
-        scenes=[
+    when = w.at(w.start + timedelta(days=rng.randint(20, 40) + 20 * ctx.instance), 16, 5)
+    if ctx.instance == 0:
+        project = w.project
+        review = w.at(w.end - timedelta(days=rng.randint(8, 20)), 14)
+        room = f"{rng.randint(1, 5)}.{rng.randint(10, 40)}"
+        lead = w.person("colleague1") if w.persona.kind != "student" else w.person("colleague2")
+        name = f"{project} walkthrough"
+        scenes = [
             Scene([Line(project, style="title"), Line("Project walkthrough")], seconds=2.5),
             Scene(
                 [Line("Final review"), Line(f"{nice_date(review)}, {hm(review)}"), Line(f"Room {room}")],
                 seconds=3.5,
-                key="review",
+                key="fact",
                 speech=f"The final review is on {nice_date(review)} at 2 pm in room {room}.",
             ),
             Scene([Line("Questions?"), Line(f"Ask {lead.name}")], seconds=2.0),
-        ],
-    )
+        ]
+        question = f"According to the walkthrough video, when and where is the final review of {project}?"
+        answer, facts = f"On {nice_date(review)} at {hm(review)}, in room {room}.", [room]
+    elif ctx.instance == 1:
+        dish = rng.choice(["Lemon drizzle cake", "Vegetable lasagne", "Focaccia", "Banana bread"])
+        temp, minutes = rng.choice([180, 190, 200, 220]), rng.choice([25, 35, 40, 45])
+        name = f"Cooking class - {dish}"
+        scenes = [
+            Scene([Line("Cooking class", style="title"), Line(dish)], seconds=2.5),
+            Scene(
+                [Line("Bake"), Line(f"{temp} C for {minutes} minutes")],
+                seconds=3.5,
+                key="fact",
+                speech=f"Bake it at {temp} degrees for {minutes} minutes.",
+            ),
+            Scene([Line("Enjoy!")], seconds=1.5),
+        ]
+        question = f"At what temperature and for how long does the {dish.lower()} from the cooking class bake?"
+        answer, facts = f"At {temp} °C for {minutes} minutes.", [str(temp), f"{minutes} minutes"]
+    else:
+        deadline = w.end - timedelta(days=rng.randint(3, 12))
+        topic = rng.choice(["Open data meetup", "City cycling forum", "Design systems talk"])
+        name = f"{topic} recording"
+        scenes = [
+            Scene([Line(topic, style="title"), Line("Call for proposals")], seconds=2.5),
+            Scene(
+                [Line("Submission deadline"), Line(nice_date(deadline))],
+                seconds=3.5,
+                key="fact",
+                speech=f"Please send your proposals by {nice_date(deadline)}.",
+            ),
+            Scene([Line("Thank you")], seconds=1.5),
+        ]
+        question = f"What submission deadline was announced in the {topic} recording?"
+        answer, facts = f"{nice_date(deadline)}.", [nice_date(deadline)]
+    path = ctx.add(f"Videos/{name}.mp4", "video", when, scenes=scenes)
     ctx.plan.ask(
         Ask(
             "cross-modal",
-            f"According to the walkthrough video, when and where is the final review of {project}?",
-            f"On {nice_date(review)} at {hm(review)}, in room {room}.",
-            [Cite(path, ("review",))],
+            question,
+            answer,
+            [Cite(path, ("fact",))],
             [
-                ("The review date was presented in the recorded walkthrough.", []),
-                ("The slide shown in the video gives the date, time and room, and the narration repeats them.", [1]),
+                ("This was presented in a recorded video.", []),
+                ("The frame shown in the video gives it, and the narration repeats it.", [1]),
             ],
             perception=["video_understanding"],
-            facts=[room],
+            facts=facts,
         )
     )
 
 
 # -- plans that change -------------------------------------------------------------------------------
-@story("plan-change")
+@story("plan-change", repeats=4)
 def plan_change(ctx: Context) -> None:
     w, rng = ctx.world, ctx.rng("plan-change")
-    friend = w.person("friend1")
-    first_place, final_place = w.places["restaurant"], w.places["restaurant2"]
-    friday = _weekday_on_or_after(w.start + timedelta(days=rng.randint(30, 50)), 4)
+    friend = w.person(f"friend{ctx.instance + 1}")
+    if ctx.instance == 0:
+        first_place, final_place = w.places["restaurant"], w.places["restaurant2"]
+    else:
+        a, b = rng.sample(RESTAURANTS, 2)
+        first_place, final_place = Place(a, "restaurant", "", 0, 0), Place(b, "restaurant", "", 0, 0)
+    friday = _weekday_on_or_after(w.start + timedelta(days=rng.randint(30, 50) + 17 * ctx.instance), 4)
+    if friday + timedelta(days=1) > w.end:
+        return
     planned = w.at(friday, 19)
     final = w.at(friday + timedelta(days=1), 20)
     sent1 = w.at(friday - timedelta(days=8), 9, 12)
     sent2 = w.at(friday - timedelta(days=3), 22, 40)
     me = w.owner
     first = ctx.add(
-        f"Mail/Inbox/{sent1:%Y-%m-%d} Dinner.eml",
+        f"Mail/Inbox/{sent1:%Y-%m-%d} Dinner with {friend.first}.eml",
         "eml",
         sent1,
         sender=f"{friend.name} <{friend.email}>",
         to=[f"{me.name} <{me.email}>"],
         sent=sent1,
         subject="Dinner?",
-        message_id=f"<dinner-1-{sent1:%Y%m%d}@example.org>",
+        message_id=f"<dinner-1-{sent1:%Y%m%d}-{ctx.instance}@example.org>",
         body=[
             Line(f"Hi {me.first}!"),
             Line(""),
@@ -471,15 +532,15 @@ def plan_change(ctx: Context) -> None:
         ],
     )
     second = ctx.add(
-        f"Mail/Inbox/{sent2:%Y-%m-%d} Re Dinner.eml",
+        f"Mail/Inbox/{sent2:%Y-%m-%d} Re Dinner with {friend.first}.eml",
         "eml",
         sent2,
         sender=f"{friend.name} <{friend.email}>",
         to=[f"{me.name} <{me.email}>"],
         sent=sent2,
         subject="Re: Dinner?",
-        message_id=f"<dinner-2-{sent2:%Y%m%d}@example.org>",
-        in_reply_to=f"<dinner-1-{sent1:%Y%m%d}@example.org>",
+        message_id=f"<dinner-2-{sent2:%Y%m%d}-{ctx.instance}@example.org>",
+        in_reply_to=f"<dinner-1-{sent1:%Y%m%d}-{ctx.instance}@example.org>",
         body=[
             Line("Change of plans, sorry!"),
             Line(""),
@@ -537,12 +598,15 @@ GROCERIES = [
 ]
 
 
-@story("receipts")
+@story("receipts", repeats=11)
 def receipts(ctx: Context) -> None:
     w, rng = ctx.world, ctx.rng("receipts")
     shop = w.places["supermarket"]
-    month_start = w.start.replace(day=1) + timedelta(days=35)
-    month_start = month_start.replace(day=1)
+    month_start = w.start.replace(day=1)
+    for _ in range(ctx.instance + 1):
+        month_start = (month_start + timedelta(days=32)).replace(day=1)
+    if month_start.replace(day=27) > w.end:
+        return
     days = sorted(rng.sample(range(1, 27), ctx.scale.receipts))
     made: list[_Receipt] = []
     for d in days:
@@ -590,7 +654,8 @@ def receipts(ctx: Context) -> None:
             facts=[f"{r.total:.2f}" for r in made],
         )
     )
-    w.extra["receipts"] = made
+    if ctx.instance:
+        return
     # preference: oat milk on every receipt
     chosen = made[:2]
     ctx.plan.ask(
@@ -666,7 +731,7 @@ def budget(ctx: Context) -> None:
             [Cite(path, (f"{m2:%B}/total",))],
             [("Open the budget workbook.", []), (f"Read the total row of the {m2:%B} sheet.", [1])],
             perception=["document_understanding"],
-            facts=[f"{t2:.2f}"],
+            facts=[plain(t2)],
         )
     )
     a, b = months[0], months[-1]
@@ -687,7 +752,7 @@ def budget(ctx: Context) -> None:
             ],
             perception=["document_understanding"],
             reasoning=["computation"],
-            facts=[f"{ea:.2f}", f"{eb:.2f}"],
+            facts=[plain(ea), plain(eb)],
         )
     )
 
@@ -863,13 +928,15 @@ def project(ctx: Context) -> None:
 
 
 # -- travel ------------------------------------------------------------------------------------------
-@story("trip")
+@story("trip", repeats=5)
 def trip(ctx: Context) -> None:
     w, rng = ctx.world, ctx.rng("trip")
-    dest = w.trip_city
+    dest = TRIP_CITIES[(TRIP_CITIES.index(w.trip_city) + ctx.instance) % len(TRIP_CITIES)]
     airline, code = rng.choice([("Skylark Air", "SK"), ("Aurora Airways", "AU"), ("Northwind", "NW")])
     flight = f"{code} {rng.randint(100, 989)}"
-    depart_day = w.start + timedelta(days=rng.randint(45, 70))
+    depart_day = w.start + timedelta(days=rng.randint(45, 60) + 30 * ctx.instance)
+    if depart_day + timedelta(days=5) > w.end:
+        return
     depart = w.at(depart_day, rng.choice([7, 9, 11, 13]), rng.choice([5, 20, 40]))
     arrive = depart + timedelta(hours=2, minutes=rng.choice([5, 25, 50]))
     nights = rng.randint(2, 4)
@@ -965,7 +1032,6 @@ def trip(ctx: Context) -> None:
             facts=[nice_date(checkout)],
         )
     )
-    w.extra["trip_photos"] = photos
 
 
 # -- routines, preferences, constraints --------------------------------------------------------------
