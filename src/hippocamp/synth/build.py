@@ -146,6 +146,8 @@ def _render_one(root: str, artifact: Artifact) -> tuple[str, Placements]:
     spec = {k: v for k, v in artifact.spec.items() if k != "enrich"}
     if artifact.renderer == "copy":
         spec["root"] = root
+    if spec.get("attachments"):  # attachments name files of the profile, rendered before the message
+        spec["attachments"] = [(name, str(Path(root) / rel)) for name, rel in spec["attachments"]]
     try:
         placed = fn(target, **spec)
     except Exception as exc:  # a generator bug: name the file and the renderer

@@ -154,7 +154,7 @@ def add_filler(ctx: Context) -> None:
         elif kind == "memo":
             made.append(
                 ctx.add(
-                    f"Recordings/Memo {when:%Y-%m-%d %H%M} ({k}).wav",
+                    f"Recordings/Memo {when:%Y-%m-%d %H%M} ({k}).{'mp3' if k % 2 else 'wav'}",
                     "speech",
                     when,
                     utterances=[Utterance(rng.choice(MEMO_LINES))],

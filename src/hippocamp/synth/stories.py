@@ -184,6 +184,8 @@ def lease(ctx: Context) -> None:
         sent=sent,
         subject="Re: lease",
         message_id=f"<lease-{sent:%Y%m%d}@{landlord.email.split('@')[1]}>",
+        attachments=[("Lease Agreement signed.pdf", path)],
+        needs=(path,),
         body=[
             Line(f"Hi {me.first},"),
             Line(""),
@@ -394,8 +396,9 @@ def memo(ctx: Context) -> None:
         note = ""
         question = "When is the plumber coming to fix the boiler?"
         answer, facts = f"On {day} at {hour}:00.", [day]
+    ext = ("wav", "mp3", "m4a")[ctx.instance % 3]
     path = ctx.add(
-        f"Recordings/Voice memo {when:%Y-%m-%d %H%M}.wav",
+        f"Recordings/Voice memo {when:%Y-%m-%d %H%M}.{ext}",
         "speech",
         when,
         location=w.city.name,
@@ -890,12 +893,46 @@ def project(ctx: Context) -> None:
                 [
                     Line(f"Research: {w.owner.name}"),
                     Line(f"Pilot lead: {lead.name}", key="lead"),
-                    Line(f"Report: {helper.name}"),
+                    Line(f"Report: {helper.name}", key="helper"),
                 ],
                 notes=[Line(f"{lead.first} has run two pilots before.")],
             ),
             Slide("Timeline", [Line("Research: 4 weeks"), Line("Pilot: 6 weeks"), Line("Report: 2 weeks")]),
         ],
+    )
+    snap = t3 + timedelta(hours=2, minutes=14)
+    due = (snap + timedelta(days=rng.randint(5, 12))).date()
+    work = w.places["work"]
+    board = ctx.add(
+        f"Pictures/Camera/{ctx.img_name()}",
+        "image",
+        snap,
+        location=gps(work.lat, work.lon),
+        kind="whiteboard",
+        seed=rng.randint(0, 10**6),
+        exif=Exif(snap, work.lat, work.lon, "Fairphone", "FP4"),
+        lines=[
+            Line("Kickoff - action items", style="title"),
+            Line(f"{lead.first}: pilot site list"),
+            Line(f"{helper.first}: supplier quote by {due:%d %b}", key="quote"),
+            Line(f"{w.owner.first}: research plan"),
+        ],
+    )
+    ctx.plan.ask(
+        Ask(
+            "cross-modal",
+            f"Who took the supplier quote after the {name} kickoff, and by when?",
+            f"{helper.first} ({helper.name}), by {due.day} {due:%B}.",
+            [Cite(board, ("quote",)), Cite(slides, ("helper",))],
+            [
+                ("Action items from the kickoff were written on a whiteboard and photographed.", []),
+                ("The whiteboard photo lists the supplier quote with its owner and date.", [1]),
+                ("The kickoff slides give the full name of that team member.", [2]),
+            ],
+            perception=["image_understanding"],
+            reasoning=["verification"],
+            facts=[f"{due:%d %b}", helper.first],
+        )
     )
     ctx.plan.ask(
         Ask(
