@@ -345,3 +345,41 @@ def test_common_words_are_left_out_of_bm25_without_changing_the_ranking(tmp_path
             (search_module.fts_query(query),),
         ).fetchall()
         assert [sid for sid, _ in pruned] == [sid for sid, _ in full]  # the same top 10, in the same order
+
+
+def test_interrupted_between_small_batches_keeps_every_committed_file_whole(tmp_path: Path, profile: Path, monkeypatch):
+    from hippocamp.store import indexer
+
+    monkeypatch.setattr(indexer, "COMMIT_FILES", 2)  # batches of two: several committed before the stop
+    store = open_store(tmp_path, profile)
+
+    def stop(stage, done, total, path):  # type: ignore[no-untyped-def]
+        if stage == "read" and done == 7:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        index_profile(profile, store, IndexOptions(embed=False, workers=1), stop)
+    reopened = open_store(tmp_path, profile)  # what another process would see
+    files = reopened.files()
+    assert 6 <= len([p for p, r in files.items() if r.status != "skipped"]) < 10
+    for path, row in files.items():
+        assert len(reopened.segments_of(path)) == row.segments
+    counts = reopened.counts()
+    assert reopened.db.execute("SELECT COUNT(*) FROM fts").fetchone()[0] == counts["segments"]
+    index_profile(profile, reopened, IndexOptions(embed=False, workers=1))
+    clean = open_store(tmp_path / "clean", profile)
+    index_profile(profile, clean, IndexOptions(embed=False, workers=1))
+    assert reopened.counts() == clean.counts()
+
+
+def test_one_batch_may_replace_the_same_file_twice(tmp_path: Path, profile: Path):
+    from hippocamp.perceive.run import perceive_file
+
+    store = open_store(tmp_path, profile)
+    first = perceive_file(profile, "Documents/Lease (final) & signed.pdf", PerceiveOptions())
+    make_pdf(profile / "Documents/Lease (final) & signed.pdf", ["Only one page now"])
+    second = perceive_file(profile, "Documents/Lease (final) & signed.pdf", PerceiveOptions())
+    store.put_files([(first, 1, 1, "s"), (second, 2, 2, "s")])
+    assert [s.text for s in store.segments_of("Documents/Lease (final) & signed.pdf")] == ["Only one page now"]
+    assert store.db.execute("SELECT COUNT(*) FROM fts").fetchone()[0] == store.counts()["segments"] == 1
+    assert Searcher(store).search("landlord", mode="fts") == []

@@ -100,6 +100,14 @@ class FileRow:
     segments: int
 
 
+_ENCODE = json.JSONEncoder(ensure_ascii=False, default=str).encode
+
+
+def _dumps(value: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False, default=str)``, the encoder made once."""
+    return _ENCODE(value)
+
+
 def _segment_time(seg: Segment, fallback: str | None) -> str | None:
     """When a segment happened: its own time (an event, a mail, a photo) else the file's."""
     for key in ("time", "start", "date", "taken"):
@@ -197,13 +205,47 @@ class Store:
         return self.put_files([(result, mtime_ns, size, signature)])[0]
 
     def put_files(self, items: list[tuple[Any, int | None, int | None, str | None]]) -> list[int]:
-        """Several files in one transaction (one commit for many small files); returns their ids."""
+        """Several files in one transaction (one commit for many small files); returns their ids. The
+        segments and their FTS rows of the whole batch go in with one statement each."""
         with self.transaction() as db:
-            return [self._put(db, *item) for item in items]
+            next_id = db.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM segments").fetchone()[0]
+            segments: list[tuple[Any, ...]] = []
+            fts: list[tuple[int, str, str]] = []
+            ids = []
+            seen: set[str] = set()
+            for item in items:
+                if item[0].path in seen:  # the same file twice: its first segments go in before it is replaced
+                    self._insert_segments(db, segments, fts)
+                    segments, fts = [], []
+                seen.add(item[0].path)
+                file_id, rows = self._put(db, *item, first_id=next_id)
+                next_id += len(rows)
+                segments.extend(rows)
+                fts.extend((row[0], row[4], item[0].path) for row in rows)
+                ids.append(file_id)
+            self._insert_segments(db, segments, fts)
+            return ids
+
+    @staticmethod
+    def _insert_segments(db: sqlite3.Connection, segments: list[tuple[Any, ...]], fts: list[Any]) -> None:
+        db.executemany(
+            "INSERT INTO segments (id, file_id, ordinal, modality, text, locator, within, meta, time)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            segments,
+        )
+        db.executemany("INSERT INTO fts (rowid, text, path) VALUES (?, ?, ?)", fts)
 
     def _put(
-        self, db: sqlite3.Connection, result: Any, mtime_ns: int | None, size: int | None, signature: str | None
-    ) -> int:
+        self,
+        db: sqlite3.Connection,
+        result: Any,
+        mtime_ns: int | None,
+        size: int | None,
+        signature: str | None,
+        first_id: int,
+    ) -> tuple[int, list[tuple[Any, ...]]]:
+        """Replace the file's row; returns its id and the rows of its segments (ids from ``first_id``)
+        for the caller to insert with the rest of the batch."""
         info = result.info
         old = db.execute("SELECT id FROM files WHERE path = ?", (result.path,)).fetchone()
         if old is not None:
@@ -232,23 +274,21 @@ class Store:
         )
         file_id = int(cur.lastrowid or 0)
         fallback = info.modified.isoformat() if info and info.modified else None
-        for seg in result.segments:
-            cur = db.execute(
-                "INSERT INTO segments (file_id, ordinal, modality, text, locator, within, meta, time)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    file_id,
-                    seg.ordinal,
-                    seg.modality,
-                    seg.text,
-                    None if seg.locator is None else json.dumps(seg.locator.dump(), ensure_ascii=False),
-                    json.dumps([w.dump() for w in seg.within], ensure_ascii=False),
-                    json.dumps(seg.meta, ensure_ascii=False, default=str),
-                    _segment_time(seg, fallback),
-                ),
+        rows = [
+            (
+                first_id + n,
+                file_id,
+                seg.ordinal,
+                seg.modality,
+                seg.text,
+                None if seg.locator is None else _dumps(seg.locator.dump()),
+                _dumps([w.dump() for w in seg.within]) if seg.within else "[]",
+                _dumps(seg.meta) if seg.meta else "{}",
+                _segment_time(seg, fallback),
             )
-            db.execute("INSERT INTO fts (rowid, text, path) VALUES (?, ?, ?)", (cur.lastrowid, seg.text, result.path))
-        return file_id
+            for n, seg in enumerate(result.segments)
+        ]
+        return file_id, rows
 
     def touch_file(self, path: str, mtime_ns: int) -> None:
         """A file whose content did not change (same sha256) but whose mtime did."""

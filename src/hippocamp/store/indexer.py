@@ -10,6 +10,7 @@ goes on.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -118,8 +119,12 @@ def signature(rel: str, options: PerceiveOptions, gold: bool = False) -> str:
     if gold:
         return f"gold|{__version__}"
     reader = reader_for(extension(rel))
-    opts = hashlib.sha1(json.dumps(asdict(options), sort_keys=True).encode()).hexdigest()[:8]
-    return f"{reader.name if reader else '-'}|{__version__}|{opts}"
+    return f"{reader.name if reader else '-'}|{__version__}|{_options_digest(options)}"
+
+
+@functools.lru_cache(maxsize=16)
+def _options_digest(options: PerceiveOptions) -> str:
+    return hashlib.sha1(json.dumps(asdict(options), sort_keys=True).encode()).hexdigest()[:8]
 
 
 def _read(root: str, rel: str, options: PerceiveOptions) -> FileResult:
