@@ -7,7 +7,7 @@ locators point at real pages, seconds, pixels, cells and lines. Run from the rep
 
     .venv/bin/python scripts/build_example.py
 
-Needs reportlab (test extra) and espeak-ng (apt) at build time only; the output is committed.
+Needs reportlab (a core dependency) and espeak-ng (apt) at build time only; the output is committed.
 """
 
 from __future__ import annotations
