@@ -46,6 +46,7 @@ __all__ = [
     "UnknownLocator",
     "cell_bounds",
     "format_timestamp",
+    "overlaps",
     "parse_locator",
     "parse_timestamp",
 ]
@@ -694,3 +695,61 @@ def _first(mapping: dict[str, Any], *keys: str) -> Any:
         if key in mapping and mapping[key] is not None and mapping[key] != "":
             return mapping[key]
     return None
+
+
+# -- overlap -------------------------------------------------------------------------------------
+def _spans(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    return a[0] <= b[1] and b[0] <= a[1]
+
+
+def _cells_overlap(a: CellRange, b: CellRange) -> bool:
+    if a.sheet and b.sheet and a.sheet.lower() != b.sheet.lower():
+        return False
+    try:
+        ac0, ar0, ac1, ar1 = cell_bounds(a.ref)
+        bc0, br0, bc1, br1 = cell_bounds(b.ref)
+    except ValueError:
+        return False
+    inf = float("inf")
+    rows = _spans((ar0 or 1, ar1 or inf), (br0 or 1, br1 or inf))
+    cols = _spans((ac0 or 1, ac1 or inf), (bc0 or 1, bc1 or inf))
+    return rows and cols
+
+
+def overlaps(a: Locator, b: Locator, slack: float = 0.0) -> bool:
+    """Whether two locators of the same kind point at overlapping content: the same page, slides,
+    cells, lines or paragraphs of the same unit, boxes that intersect (on the same page when both
+    say), time ranges that meet within ``slack`` seconds, or items with the same id or index.
+    Locators of different kinds never overlap."""
+    if isinstance(a, PageLocator) and isinstance(b, PageLocator):
+        if a.system_page is not None and b.system_page is not None:
+            return _spans((a.system_page, a.system_page_end or a.system_page),
+                          (b.system_page, b.system_page_end or b.system_page))  # fmt: skip
+        return a.printed_page is not None and a.printed_page == b.printed_page
+    if isinstance(a, SlideLocator) and isinstance(b, SlideLocator):
+        return _spans((a.slide, a.slide_end or a.slide), (b.slide, b.slide_end or b.slide))
+    if isinstance(a, CellRange) and isinstance(b, CellRange):
+        return _cells_overlap(a, b)
+    if isinstance(a, LineLocator) and isinstance(b, LineLocator):
+        if a.message_id is not None or b.message_id is not None:
+            return a.message_id == b.message_id
+        if a.line is None or b.line is None or (a.unit or "line") != (b.unit or "line"):
+            return False
+        return _spans((a.line, a.line_end or a.line), (b.line, b.line_end or b.line))
+    if isinstance(a, RegionLocator) and isinstance(b, RegionLocator):
+        if a.page is not None and b.page is not None and a.page != b.page:
+            return False
+        if a.box is not None and b.box is not None:
+            return _spans((a.box[0], a.box[2]), (b.box[0], b.box[2])) and _spans(
+                (a.box[1], a.box[3]), (b.box[1], b.box[3])
+            )
+        return a.label is not None and a.label == b.label
+    if isinstance(a, TimeRange) and isinstance(b, TimeRange):
+        a_end = a.end if a.end is not None else a.start
+        b_end = b.end if b.end is not None else b.start
+        return _spans((a.start - slack, a_end + slack), (b.start, b_end))
+    if isinstance(a, ItemLocator) and isinstance(b, ItemLocator):
+        if a.id is not None and b.id is not None:
+            return a.id == b.id and (a.at is None or b.at is None or a.at == b.at)
+        return a.index is not None and a.index == b.index
+    return False

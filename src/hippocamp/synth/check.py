@@ -17,16 +17,7 @@ from pathlib import Path
 
 from hippocamp.dataset.profile import load_profile
 from hippocamp.perceive.base import PerceiveOptions
-from hippocamp.schema.locators import (
-    CellRange,
-    LineLocator,
-    Locator,
-    PageLocator,
-    RegionLocator,
-    SlideLocator,
-    TimeRange,
-    parse_locator,
-)
+from hippocamp.schema.locators import LineLocator, Locator, overlaps, parse_locator
 from hippocamp.schema.segment import Segment
 
 __all__ = ["CheckReport", "RecordCheck", "check_profile", "loose"]
@@ -60,54 +51,6 @@ class CheckReport:
     @property
     def failed(self) -> list[RecordCheck]:
         return [r for r in self.records if not r.ok]
-
-
-def _a1(ref: str) -> tuple[int, int, int, int]:
-    def cell(c: str) -> tuple[int, int]:
-        m = re.fullmatch(r"\$?([A-Z]+)\$?(\d+)", c.strip().upper())
-        if not m:
-            raise ValueError(f"bad cell {c!r}")
-        col = 0
-        for ch in m.group(1):
-            col = col * 26 + ord(ch) - 64
-        return int(m.group(2)), col
-
-    a, _, b = ref.partition(":")
-    r0, c0 = cell(a)
-    r1, c1 = cell(b) if b else (r0, c0)
-    return min(r0, r1), min(c0, c1), max(r0, r1), max(c0, c1)
-
-
-def _overlaps(a: tuple[float, float], b: tuple[float, float]) -> bool:
-    return a[0] < b[1] and b[0] < a[1]
-
-
-def _at(seg: Segment, loc: Locator) -> bool:
-    """Whether a perceived segment lies at (overlaps) a gold locator."""
-    s = seg.locator
-    if s is None:
-        return False
-    if isinstance(loc, PageLocator) and isinstance(s, PageLocator):
-        return s.system_page == loc.system_page
-    if isinstance(loc, SlideLocator) and isinstance(s, SlideLocator):
-        return s.slide <= (loc.slide_end or loc.slide) and loc.slide <= (s.slide_end or s.slide)
-    if isinstance(loc, CellRange) and isinstance(s, CellRange):
-        if (s.sheet or "").lower() != (loc.sheet or "").lower():
-            return False
-        r0, c0, r1, c1 = _a1(loc.ref)
-        q0, d0, q1, d1 = _a1(s.ref)
-        return r0 <= q1 and q0 <= r1 and c0 <= d1 and d0 <= c1
-    if isinstance(loc, LineLocator) and isinstance(s, LineLocator) and loc.line is not None and s.line is not None:
-        return s.unit == loc.unit and s.line <= (loc.line_end or loc.line) and loc.line <= (s.line_end or s.line)
-    if isinstance(loc, RegionLocator) and isinstance(s, RegionLocator):
-        if loc.box is not None and s.box is not None:
-            return _overlaps((loc.box[0], loc.box[2]), (s.box[0], s.box[2])) and _overlaps(
-                (loc.box[1], loc.box[3]), (s.box[1], s.box[3])
-            )
-        return loc.label is not None and loc.label == s.label
-    if isinstance(loc, TimeRange) and isinstance(s, TimeRange):
-        return _overlaps((loc.start, loc.end or loc.start + 0.01), (s.start, s.end or s.start + 0.01))
-    return False
 
 
 def _raw_lines(path: Path, loc: LineLocator) -> str:
@@ -145,7 +88,7 @@ def check_profile(folder: str | Path, options: PerceiveOptions | None = None) ->
                     segments[ev.file_path] = perceive_file(
                         profile.root, ev.file_path, options, hash_file=False
                     ).segments
-                texts += [s.text for s in segments[ev.file_path] if _at(s, loc)]
+                texts += [s.text for s in segments[ev.file_path] if s.locator is not None and overlaps(loc, s.locator)]
             read[ev.file_path] = (read.get(ev.file_path, "") + "\n" + "\n".join(texts)).strip()
         haystack = loose(" ".join(read.values()))
         missing = [f for f in facts.get(rec.id, []) if loose(f) not in haystack]
