@@ -1,0 +1,112 @@
+"""A profile-rooted sandbox: agent-given paths resolved against a current directory, escapes refused.
+
+The profile root acts like a chroot: ``/`` is the profile root, so an absolute path ``/Docs/a.pdf``
+means ``<root>/Docs/a.pdf`` and ``/..`` is refused. Paths are resolved one component at a time, the
+way the kernel does: ``..`` above the root is refused, a symlink is followed only when its target
+stays inside the root (a symlink leaving the root is refused, never followed), and NUL bytes are
+refused. Every refusal raises `SandboxError` and counts in `Sandbox.escapes`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
+
+__all__ = ["Sandbox", "SandboxError"]
+
+
+class SandboxError(Exception):
+    """An agent-given path that would leave the profile; names the path and the reason."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path!r}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class Sandbox:
+    """Resolves agent paths inside ``root``; keeps the current directory and counts escape attempts."""
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root).resolve()
+        if not self.root.is_dir():
+            raise NotADirectoryError(f"profile root is not a directory: {root}")
+        #: current directory, profile-relative POSIX (``"."`` is the root)
+        self.cwd = "."
+        #: how many paths were refused as escapes
+        self.escapes = 0
+
+    def resolve(self, path: str) -> Path:
+        """The absolute path inside the root for ``path`` (relative to `cwd`, or chroot-absolute).
+
+        The result may not exist. Raises `SandboxError` (and counts it) when the path leaves the root.
+        """
+        try:
+            return self._resolve(path)
+        except SandboxError:
+            self.escapes += 1
+            raise
+
+    def allows(self, path: str) -> bool:
+        """Whether ``path`` stays inside the root (checked without counting an escape)."""
+        try:
+            self._resolve(path)
+        except SandboxError:
+            return False
+        return True
+
+    def chdir(self, path: str) -> str:
+        """Change `cwd` to a directory; returns the new `cwd`. Raises `SandboxError`,
+        `FileNotFoundError` or `NotADirectoryError`."""
+        target = self.resolve(path)
+        if not target.exists():
+            raise FileNotFoundError(path)
+        if not target.is_dir():
+            raise NotADirectoryError(path)
+        self.cwd = self.rel(target)
+        return self.cwd
+
+    def rel(self, path: Path) -> str:
+        """The profile-relative POSIX path of an absolute path inside the root (``"."`` for the root)."""
+        return Path(path).relative_to(self.root).as_posix()
+
+    def is_escape_link(self, path: Path) -> bool:
+        """Whether ``path`` is a symlink whose target leaves the root."""
+        return path.is_symlink() and not self._inside(Path(os.path.realpath(path)))
+
+    def walk(self, start: Path) -> Iterator[tuple[Path, list[str], list[str]]]:
+        """`os.walk` from ``start`` with sorted names, never following symlinked directories."""
+        for top, dirs, files in os.walk(start, followlinks=False):
+            dirs.sort()
+            files.sort()
+            # a symlink to a directory comes back in ``dirs`` but is not descended into; list it as an entry
+            links = [d for d in dirs if os.path.islink(os.path.join(top, d))]
+            dirs[:] = [d for d in dirs if d not in links]
+            yield Path(top), dirs, sorted(files + links)
+
+    # -- internals ---------------------------------------------------------------------------------
+    def _inside(self, path: Path) -> bool:
+        return path == self.root or self.root in path.parents
+
+    def _resolve(self, path: str) -> Path:
+        if "\x00" in path:
+            raise SandboxError(path, "NUL byte in path")
+        pure = PurePosixPath(path) if path else PurePosixPath(".")
+        parts: list[str] = [] if pure.is_absolute() else [p for p in PurePosixPath(self.cwd).parts if p != "."]
+        for comp in pure.parts:
+            if comp == "." or not comp.strip("/"):  # "." and the root ("/", or "//" which POSIX keeps)
+                continue
+            if comp == "..":
+                if not parts:
+                    raise SandboxError(path, "'..' goes above the profile root")
+                parts.pop()
+                continue
+            parts.append(comp)
+            here = self.root.joinpath(*parts)
+            if here.is_symlink():
+                target = Path(os.path.realpath(here))
+                if not self._inside(target):
+                    raise SandboxError(path, "symlink pointing outside the profile (not followed)")
+                parts = list(target.relative_to(self.root).parts)
+        return self.root.joinpath(*parts)
