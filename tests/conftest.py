@@ -199,3 +199,29 @@ def profile_dir(tmp_path: Path) -> Path:
 def write_json(path: Path, data: Any) -> Path:
     path.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
     return path
+
+
+@pytest.fixture(scope="session")
+def synth_small(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small generated profile (release layout, 60 files, 21 questions), made once per session."""
+    from hippocamp.synth.build import generate
+
+    out = tmp_path_factory.mktemp("synth-session") / "small"
+    generate(out, persona="professional", seed=7, scale="small", jobs=2)
+    return out
+
+
+@pytest.fixture(scope="session")
+def synth_indexed(synth_small: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(file root, store path) of ``synth_small`` indexed quickly: no OCR, no speech, BM25 only.
+    Open the store with ``Store(path)`` in each test (stores are cheap to open)."""
+    from hippocamp.perceive.base import PerceiveOptions
+    from hippocamp.store.db import Store
+    from hippocamp.store.indexer import IndexOptions, index_profile
+
+    root = next(p for p in synth_small.iterdir() if p.is_dir())
+    path = tmp_path_factory.mktemp("synth-store") / "store.sqlite"
+    store = Store(path, root=root)
+    index_profile(root, store, IndexOptions(perceive=PerceiveOptions(ocr=False, asr=False), workers=1, embed=False))
+    store.close()
+    return root, path

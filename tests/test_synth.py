@@ -27,11 +27,9 @@ def tree_digest(folder: Path) -> dict[str, str]:
     }
 
 
-@pytest.fixture(scope="module")
-def small(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("synth") / "small"
-    generate(out, persona="professional", seed=7, scale="small", jobs=2)
-    return out
+@pytest.fixture
+def small(synth_small: Path) -> Path:
+    return synth_small  # generated once per session (conftest), seed 7, professional
 
 
 def test_world_is_deterministic_and_checked() -> None:

@@ -1,6 +1,8 @@
-"""Environments: what an agent can do inside a profile (the sandbox and the HippoCamp terminal)."""
+"""Environments: what an agent can see and do inside a profile (file tools, the HippoCamp terminal)."""
 
+from hippocamp.envs.base import Observation
+from hippocamp.envs.files import FilesEnv, parse_locator_text
 from hippocamp.envs.sandbox import Sandbox, SandboxError
-from hippocamp.envs.terminal import Observation, Terminal, tool_schema
+from hippocamp.envs.terminal import Terminal, tool_schema
 
-__all__ = ["Observation", "Sandbox", "SandboxError", "Terminal", "tool_schema"]
+__all__ = ["FilesEnv", "Observation", "Sandbox", "SandboxError", "Terminal", "parse_locator_text", "tool_schema"]

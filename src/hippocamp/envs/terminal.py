@@ -45,6 +45,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from hippocamp.envs.base import Observation
 from hippocamp.envs.sandbox import Sandbox, SandboxError
 from hippocamp.schema.filetypes import extension, modality_of
 from hippocamp.schema.segment import Segment
@@ -56,17 +57,6 @@ _BINARY_SNIFF = 32 * 1024
 
 TextsFn = Callable[[str], list[Segment]]
 PageImageFn = Callable[[str, int], Path]
-
-
-@dataclass
-class Observation:
-    """What the agent sees after one command line."""
-
-    text: str
-    ok: bool = True
-    error: str | None = None
-    truncated: bool = False
-    escaped: bool = False
 
 
 # -- lexing and parsing ------------------------------------------------------------------------------

@@ -1,0 +1,230 @@
+"""What every agent shares: the task it gets, the budget it must keep, the answer it returns, and
+the trace of what it did.
+
+``Agent.solve(task, env, model, budget) -> Answer`` is a coroutine. An agent never raises for a
+model error or an exhausted budget: it returns an ``Answer`` whose ``stop`` says why it ended, with
+everything it did so far in ``trace`` (the runner records it; a crash inside an agent is caught by
+the runner and recorded as ``stop="error"``).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Literal, Protocol
+
+from pydantic import BaseModel, Field
+
+from hippocamp.models.types import Generation, Usage
+
+__all__ = [
+    "Agent",
+    "Answer",
+    "Budget",
+    "BudgetExceeded",
+    "EvidenceItem",
+    "Meter",
+    "Step",
+    "StopReason",
+    "Task",
+    "load_prompt",
+]
+
+StopReason = Literal["answered", "max_steps", "max_tokens", "timeout", "max_evidence", "error", "no_answer"]
+
+
+@dataclass(frozen=True)
+class Task:
+    """What an agent is asked: never the gold answer, files or evidence."""
+
+    id: str
+    question: str
+    profile: str = ""
+    #: what the task family allows an agent to know (e.g. ``{"qa_type": "profiling"}``); never gold
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Explicit per-episode limits; ``None`` means unlimited. Recorded with every episode."""
+
+    max_steps: int = 20
+    max_tokens: int | None = 60_000
+    max_seconds: float | None = 600.0
+    #: characters of observations (retrieved text, tool output) the agent may read in total
+    max_evidence_chars: int | None = 60_000
+    #: segments a retrieval agent reads per search
+    k: int = 8
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "max_steps": self.max_steps,
+            "max_tokens": self.max_tokens,
+            "max_seconds": self.max_seconds,
+            "max_evidence_chars": self.max_evidence_chars,
+            "k": self.k,
+        }
+
+
+class EvidenceItem(BaseModel):
+    """A piece of evidence an agent cites: a profile-relative file, where in it, what it says."""
+
+    file_path: str
+    locator: dict[str, Any] | None = None
+    text: str = ""
+
+
+class Step(BaseModel):
+    """One step of an episode: a model turn, a tool call with its observation, or the answer."""
+
+    index: int
+    kind: Literal["model", "tool", "answer", "note"]
+    thought: str = ""
+    tool: str | None = None
+    arguments: dict[str, Any] | None = None
+    observation: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    seconds: float = 0.0
+
+
+class Answer(BaseModel):
+    """What an agent returns: the answer text, the files and evidence it cites, and how it got there."""
+
+    text: str = ""
+    files: list[str] = Field(default_factory=list)
+    evidence: list[EvidenceItem] = Field(default_factory=list)
+    trace: list[Step] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    stop: StopReason = "answered"
+    error: str | None = None
+    #: seconds spent waiting for the model (the rest of the wall time is the harness and the tools)
+    model_seconds: float = 0.0
+
+
+class BudgetExceeded(Exception):
+    def __init__(self, reason: StopReason, detail: str):
+        super().__init__(detail)
+        self.reason = reason
+
+
+class Meter:
+    """Keeps an episode within its budget and builds its trace.
+
+    ``await meter.generate(model, messages, ...)`` calls the model, charges tokens and time, and
+    records a ``model`` step; ``meter.observe(tool, args, text)`` records a tool step and charges the
+    evidence volume. Both raise ``BudgetExceeded`` once a limit is passed; ``meter.answer(...)``
+    builds the final ``Answer`` (also for stops).
+    """
+
+    def __init__(self, budget: Budget):
+        self.budget = budget
+        self.started = time.perf_counter()
+        self.trace: list[Step] = []
+        self.usage = Usage()
+        self.evidence_chars = 0
+        self.model_seconds = 0.0
+        self.steps = 0
+
+    def _check_time(self) -> None:
+        limit = self.budget.max_seconds
+        if limit is not None and time.perf_counter() - self.started > limit:
+            raise BudgetExceeded("timeout", f"wall clock over {limit:g} s")
+
+    def _step(self) -> None:
+        self.steps += 1
+        if self.steps > self.budget.max_steps:
+            raise BudgetExceeded("max_steps", f"more than {self.budget.max_steps} steps")
+
+    def remaining_seconds(self) -> float | None:
+        limit = self.budget.max_seconds
+        return None if limit is None else max(0.0, limit - (time.perf_counter() - self.started))
+
+    async def generate(self, model: Any, messages: list[dict[str, Any]], *, count_step: bool = True,
+                       **kwargs: Any) -> Generation:  # fmt: skip
+        self._check_time()
+        if count_step:
+            self._step()
+        began = time.perf_counter()
+        gen: Generation = await model.generate(messages, **kwargs)
+        spent = time.perf_counter() - began
+        self.model_seconds += spent
+        self.usage = self.usage + gen.usage
+        thought = gen.text if not gen.tool_calls else (gen.text or "")
+        self.trace.append(
+            Step(
+                index=len(self.trace),
+                kind="model",
+                thought=thought,
+                input_tokens=gen.usage.input_tokens,
+                output_tokens=gen.usage.output_tokens,
+                seconds=round(spent, 4),
+            )
+        )
+        limit = self.budget.max_tokens
+        if limit is not None and self.usage.input_tokens + self.usage.output_tokens > limit:
+            raise BudgetExceeded("max_tokens", f"more than {limit} tokens")
+        self._check_time()
+        return gen
+
+    def observe(self, tool: str, arguments: dict[str, Any] | None, observation: str, seconds: float = 0.0) -> None:
+        self.evidence_chars += len(observation)
+        self.trace.append(
+            Step(
+                index=len(self.trace),
+                kind="tool",
+                tool=tool,
+                arguments=arguments,
+                observation=observation,
+                seconds=round(seconds, 4),
+            )
+        )
+        limit = self.budget.max_evidence_chars
+        if limit is not None and self.evidence_chars > limit:
+            raise BudgetExceeded("max_evidence", f"more than {limit} characters of observations")
+        self._check_time()
+
+    def note(self, text: str) -> None:
+        self.trace.append(Step(index=len(self.trace), kind="note", thought=text))
+
+    def answer(
+        self,
+        text: str,
+        files: list[str] | None = None,
+        evidence: list[EvidenceItem] | None = None,
+        stop: StopReason = "answered",
+        error: str | None = None,
+    ) -> Answer:
+        if stop == "answered":
+            self.trace.append(Step(index=len(self.trace), kind="answer", thought=text))
+        evidence = evidence or []
+        files = list(dict.fromkeys([*(files or []), *(e.file_path for e in evidence)]))
+        return Answer(
+            text=text,
+            files=files,
+            evidence=evidence,
+            trace=self.trace,
+            usage=self.usage,
+            stop=stop,
+            error=error,
+            model_seconds=round(self.model_seconds, 4),
+        )
+
+
+class Agent(Protocol):
+    """An agent: registered under kind ``agent`` by ``name``."""
+
+    name: ClassVar[str]
+
+    async def solve(self, task: Task, env: Any, model: Any, budget: Budget) -> Answer: ...
+
+
+_PROMPTS = Path(__file__).parent / "prompts"
+
+
+def load_prompt(name: str, **values: Any) -> str:
+    """A prompt file from ``agents/prompts/`` with ``{name}`` placeholders filled (others kept)."""
+    text = (_PROMPTS / name).read_text(encoding="utf-8")
+    return re.sub(r"\{(\w+)\}", lambda m: str(values.get(m.group(1), m.group(0))), text)
