@@ -33,6 +33,8 @@ BUILTINS: dict[str, tuple[str, ...]] = {
         "hippocamp.models.providers.openai_compat",
         "hippocamp.models.providers.local",
     ),
+    # agents: each module registers its agents with @register("agent", NAME)
+    "agent": (),
 }
 
 T = TypeVar("T")
