@@ -34,7 +34,7 @@ BUILTINS: dict[str, tuple[str, ...]] = {
         "hippocamp.models.providers.local",
     ),
     # agents: each module registers its agents with @register("agent", NAME)
-    "agent": (),
+    "agent": ("hippocamp.agents.terminal",),
 }
 
 T = TypeVar("T")

@@ -102,6 +102,8 @@ class Answer(BaseModel):
     error: str | None = None
     #: seconds spent waiting for the model (the rest of the wall time is the harness and the tools)
     model_seconds: float = 0.0
+    #: paths the agent tried that would have left the profile (refused)
+    escapes: int = 0
 
 
 class BudgetExceeded(Exception):

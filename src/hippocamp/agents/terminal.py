@@ -1,0 +1,128 @@
+"""``terminal``: HippoCamp's terminal agent protocol over the emulated terminal surface.
+
+The model thinks in ``<think>``, runs one command per turn as
+``<tool>{"name": "terminal", "arguments": {"command": ...}}</tool>`` and ends with
+``<answer>...</answer>`` (and ``<files>a; b</files>``), 20 turns by default (the budget's
+``max_steps``). A malformed turn gets one corrective observation; escapes are refused by the
+terminal and counted.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from typing import Any, ClassVar
+
+from hippocamp.agents._common import files_in_text, model_failure
+from hippocamp.agents.base import Answer, Budget, BudgetExceeded, EvidenceItem, Meter, Task, load_prompt
+from hippocamp.registry import register
+
+__all__ = ["TerminalAgent", "parse_turn"]
+
+_TOOL = re.compile(r"<tool>\s*(\{.*?\})\s*(?:</tool>|$)", re.S)
+_ANSWER = re.compile(r"<answer>(.*?)(?:</answer>|$)", re.S)
+_FILES = re.compile(r"<files>(.*?)(?:</files>|$)", re.S)
+_THINK = re.compile(r"<think>(.*?)(?:</think>|$)", re.S)
+
+
+def parse_turn(text: str) -> tuple[str, str | None, str | None, list[str]]:
+    """(thought, command or None, answer or None, files) of one model turn."""
+    thought = m.group(1).strip() if (m := _THINK.search(text)) else ""
+    answer = m.group(1).strip() if (m := _ANSWER.search(text)) else None
+    files = [f.strip() for f in re.split(r"[;\n]", m.group(1)) if f.strip()] if (m := _FILES.search(text)) else []
+    command = None
+    if answer is None and (m := _TOOL.search(text)):
+        try:
+            call = json.loads(m.group(1))
+            args = call.get("arguments", {})
+            if isinstance(args, str):
+                args = json.loads(args)
+            command = str(args.get("command", "")).strip() or None
+        except (ValueError, AttributeError):
+            command = None
+    return thought, command, answer, files
+
+
+@register("agent", "terminal")
+class TerminalAgent:
+    name: ClassVar[str] = "terminal"
+
+    async def solve(self, task: Task, env: Any, model: Any, budget: Budget) -> Answer:
+        meter = Meter(budget)
+        terminal = env.terminal(budget_chars=6000)
+        system = load_prompt("terminal.md", max_steps=budget.max_steps)
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": system},
+            {"role": "user", "content": f"Question: {task.question}"},
+        ]
+        try:
+            answer = await self._loop(meter, model, terminal, messages)
+        finally:
+            close = getattr(terminal, "close", None)
+            if close is not None:
+                close()
+        answer.escapes = terminal.sandbox.escapes
+        return answer
+
+    async def _loop(self, meter: Meter, model: Any, terminal: Any, messages: list[dict[str, Any]]) -> Answer:
+        read: list[str] = []
+        corrected = False
+        try:
+            while True:
+                gen = await meter.generate(model, messages, stop=["</tool>", "</files>"], max_tokens=600)
+                text = gen.text
+                if "<tool>" in text and "</tool>" not in text:
+                    text += "</tool>"
+                elif "<files>" in text and "</files>" not in text:
+                    text += "</files>"
+                messages.append({"role": "assistant", "content": text})
+                thought, command, answer, files = parse_turn(text)
+                if answer is not None:
+                    named = _existing(terminal, files) or _existing(terminal, files_in_text(answer, read))
+                    known = named or _existing(terminal, read)[-3:]
+                    evidence = [EvidenceItem(file_path=f) for f in known]
+                    return meter.answer(answer, files=known, evidence=evidence)
+                if command is None:
+                    if corrected:
+                        return meter.answer("", stop="no_answer", error="the model did not follow the protocol")
+                    corrected = True
+                    reply = (
+                        'error: reply with <think>...</think> then either <tool>{"name": "terminal", "arguments": '
+                        '{"command": "..."}}</tool> or <answer>...</answer><files>...</files>'
+                    )
+                    messages.append({"role": "user", "content": f"<observation>{reply}</observation>"})
+                    meter.observe("protocol", None, reply)
+                    continue
+                began = time.perf_counter()
+                obs = terminal.run(command)
+                meter.observe("terminal", {"command": command}, obs.text, time.perf_counter() - began)
+                read += [p for p in _paths_of(command) if p not in read]
+                messages.append({"role": "user", "content": f"<observation>{obs.text}</observation>"})
+                if thought:
+                    meter.trace[-1].thought = thought
+        except BudgetExceeded as exc:
+            return meter.answer("", stop=exc.reason, error=str(exc))
+        except Exception as exc:  # a model failure ends the episode, the trace is kept
+            return model_failure(meter, exc)
+
+
+def _paths_of(command: str) -> list[str]:
+    """Files a command read (``return_txt X``, ``cat X``): used to cite when the model names none."""
+    m = re.match(r"\s*(?:return_txt|return_ori|return_img|cat|head|tail)\s+(.+)", command)
+    if not m:
+        return []
+    arg = m.group(1).split("|")[0].strip()
+    arg = re.sub(r"\s--page.*$", "", arg)
+    arg = re.sub(r"^-n\s*\d+\s+", "", arg)
+    return [arg.strip().strip("'\"").lstrip("/")]
+
+
+def _existing(terminal: Any, paths: list[str]) -> list[str]:
+    """The given paths that are files of the profile (profile-relative, in order, once each)."""
+    out: list[str] = []
+    for p in paths:
+        rel = p.strip().strip("'\"`").lstrip("/")
+        if rel and terminal.sandbox.allows(rel) and terminal.sandbox.resolve(rel).is_file() and rel not in out:
+            out.append(rel)
+    return out
