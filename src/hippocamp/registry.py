@@ -34,7 +34,7 @@ BUILTINS: dict[str, tuple[str, ...]] = {
         "hippocamp.models.providers.local",
     ),
     # agents: each module registers its agents with @register("agent", NAME)
-    "agent": ("hippocamp.agents.terminal",),
+    "agent": ("hippocamp.agents.terminal", "hippocamp.agents.evidence"),
 }
 
 T = TypeVar("T")

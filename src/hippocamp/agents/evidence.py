@@ -1,0 +1,210 @@
+"""``evidence`` (the default agent): plan the evidence, search with structure, bind each passage
+to its subject, keep the minimal supporting set, verify the answer against it, cite files and
+locators.
+
+1. **Plan** (structured): whose facts (the user, a relative, a pet), what fact settles it, a few
+   keyword queries, likely modalities, whether the latest version wins, whether to aggregate.
+2. **Search** each query over the whole profile and, for each likely modality, the question within
+   that modality; fuse the lists by reciprocal rank; keep the best distinct passages.
+3. **Bind and select** (structured): for each passage, is it relevant, and is it about the subject?
+   Passages about someone else are dropped (HippoCamp's entity-misattribution failure). When nothing
+   is left, search once more with the plan's fact as the query.
+4. **Answer** (structured) from the kept passages with their times, citing passage ids; latest-state
+   questions are told to prefer the newest passage.
+5. **Verify**: every number, date, time and name of the answer must appear in the cited passages
+   (``hippocamp.text.facts``); otherwise the model revises once. Aggregates are exempt for numbers
+   (a sum is not in any passage).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, Field
+
+from hippocamp.agents._common import model_failure
+from hippocamp.agents.base import Answer, Budget, BudgetExceeded, EvidenceItem, Meter, Task, load_prompt
+from hippocamp.registry import register
+from hippocamp.text.facts import DateFact, NameFact, NumberFact, TimeFact, unsupported_facts
+
+__all__ = ["EvidenceAgent", "Passage"]
+
+Modality = Literal["text", "document", "image", "audio", "video"]
+
+
+class Plan(BaseModel):
+    subject: str = "the user"
+    looking_for: str = ""
+    queries: list[str] = Field(default_factory=list, max_length=4)
+    modalities: list[Modality] = Field(default_factory=list, max_length=3)
+    wants_latest: bool = False
+    aggregate: bool = False
+
+
+class Judgement(BaseModel):
+    id: int
+    relevant: bool
+    about_subject: bool = True
+
+
+class Selection(BaseModel):
+    passages: list[Judgement]
+
+
+class Draft(BaseModel):
+    answer: str
+    used: list[int] = Field(default_factory=list)
+
+
+class Passage(BaseModel):
+    id: int
+    path: str
+    locator: dict[str, Any] | None
+    where: str
+    text: str
+    time: str | None = None
+    score: float = 0.0
+
+
+@register("agent", "evidence")
+class EvidenceAgent:
+    name: ClassVar[str] = "evidence"
+
+    def __init__(self, passages: int = 10, chars: int = 700, rrf_k: int = 60):
+        self.max_passages = passages
+        self.chars = chars
+        self.rrf_k = rrf_k
+
+    async def solve(self, task: Task, env: Any, model: Any, budget: Budget) -> Answer:
+        meter = Meter(budget)
+        try:
+            return await self._solve(task, env, model, meter)
+        except BudgetExceeded as exc:
+            return meter.answer("", stop=exc.reason, error=str(exc))
+        except Exception as exc:
+            return model_failure(meter, exc)
+
+    async def _solve(self, task: Task, env: Any, model: Any, meter: Meter) -> Answer:
+        q = task.question
+        gen = await meter.generate(model, _user(load_prompt("evidence_plan.md", question=q)), response_format=Plan)
+        plan: Plan = gen.parsed
+        meter.note(f"plan: {plan.model_dump_json()}")
+        passages = self._search(env, meter, q, plan)
+        kept = await self._select(model, meter, q, plan, passages)
+        if not kept and plan.looking_for:
+            meter.note("nothing relevant; searching for the fact itself")
+            extra = self._search(
+                env, meter, plan.looking_for, Plan(queries=[], subject=plan.subject), start=len(passages)
+            )
+            passages += extra
+            kept = await self._select(model, meter, q, plan, extra)
+        if not kept:
+            return meter.answer("The files do not show this: no passage about it was found.", files=[], evidence=[])
+        draft = await self._answer(model, meter, q, plan, kept)
+        used = [p for p in kept if p.id in draft.used] or kept[:3]
+        problems = _unsupported(draft.answer, used, plan.aggregate)
+        if problems:
+            meter.note(f"unsupported in the draft: {problems}")
+            revise = load_prompt("evidence_revise.md", unsupported="; ".join(problems))
+            messages = [
+                *_user(self._answer_prompt(q, plan, kept)),
+                {"role": "assistant", "content": draft.model_dump_json()},
+                {"role": "user", "content": revise},
+            ]
+            gen = await meter.generate(model, messages, response_format=Draft)
+            draft = gen.parsed
+            used = [p for p in kept if p.id in draft.used] or used
+        evidence = [EvidenceItem(file_path=p.path, locator=p.locator, text=p.text[: self.chars]) for p in used]
+        return meter.answer(draft.answer.strip(), evidence=evidence)
+
+    # -- steps -------------------------------------------------------------------------------------
+    def _search(self, env: Any, meter: Meter, question: str, plan: Plan, start: int = 0) -> list[Passage]:
+        k = meter.budget.k
+        requests: list[dict[str, Any]] = [{"query": question, "k": k}]
+        requests += [{"query": query, "k": k} for query in plan.queries if query.strip()]
+        requests += [{"query": question, "k": max(3, k // 2), "modality": m} for m in plan.modalities]
+        fused: dict[tuple[str, str], tuple[float, dict[str, Any]]] = {}
+        for args in requests:
+            began = time.perf_counter()
+            obs = env.call("search", args)
+            meter.observe("search", args, obs.text, time.perf_counter() - began)
+            for rank, hit in enumerate(obs.data):
+                key = (hit["path"], json.dumps(hit.get("locator"), sort_keys=True))
+                score = 1.0 / (self.rrf_k + rank + 1)
+                old = fused.get(key)
+                fused[key] = ((old[0] if old else 0.0) + score, hit)
+        ranked = sorted(fused.values(), key=lambda item: -item[0])[: self.max_passages]
+        return [
+            Passage(
+                id=start + i + 1,
+                path=h["path"],
+                locator=h.get("locator"),
+                where=h.get("where", h["path"]),
+                text=h["text"],
+                time=h.get("time"),
+                score=s,
+            )
+            for i, (s, h) in enumerate(ranked)
+        ]
+
+    def _render(self, passages: list[Passage], with_time: bool = True) -> str:
+        blocks = []
+        for p in passages:
+            when = f" ({p.time})" if with_time and p.time else ""
+            blocks.append(f"[{p.id}] {p.where}{when}\n{p.text[: self.chars]}")
+        return "\n\n".join(blocks)
+
+    async def _select(
+        self, model: Any, meter: Meter, question: str, plan: Plan, passages: list[Passage]
+    ) -> list[Passage]:
+        if not passages:
+            return []
+        prompt = load_prompt(
+            "evidence_select.md",
+            question=question,
+            looking_for=plan.looking_for or question,
+            subject=plan.subject or "the user",
+            passages=self._render(passages),
+        )
+        gen = await meter.generate(model, _user(prompt), response_format=Selection)
+        verdicts = {j.id: j for j in gen.parsed.passages}
+        kept = [p for p in passages if (j := verdicts.get(p.id)) is not None and j.relevant and j.about_subject]
+        dropped = [
+            p.id for p in passages if (j := verdicts.get(p.id)) is not None and j.relevant and not j.about_subject
+        ]
+        if dropped:
+            meter.note(f"dropped passages about someone else: {dropped}")
+        if plan.wants_latest:
+            kept.sort(key=lambda p: p.time or "", reverse=True)
+        return kept
+
+    def _answer_prompt(self, question: str, plan: Plan, kept: list[Passage]) -> str:
+        latest = (
+            "Plans and versions may have changed: when passages disagree, the newest one (latest time, "
+            "later version, 'final') is the current state.\n"
+            if plan.wants_latest
+            else ""
+        )
+        aggregate = "Count or add across all the passages that qualify, and show the sum.\n" if plan.aggregate else ""
+        return load_prompt(
+            "evidence_answer.md", question=question, passages=self._render(kept), latest=latest, aggregate=aggregate
+        )
+
+    async def _answer(self, model: Any, meter: Meter, question: str, plan: Plan, kept: list[Passage]) -> Draft:
+        gen = await meter.generate(model, _user(self._answer_prompt(question, plan, kept)), response_format=Draft)
+        return gen.parsed
+
+
+def _user(content: str) -> list[dict[str, Any]]:
+    return [{"role": "user", "content": content}]
+
+
+def _unsupported(answer: str, used: list[Passage], aggregate: bool) -> list[str]:
+    """Facts of the answer that the used passages do not contain (numbers exempt for aggregates)."""
+    evidence = "\n".join(f"{p.text} {p.time or ''}" for p in used)
+    missing: list[NumberFact | DateFact | TimeFact | NameFact] = unsupported_facts(answer, evidence)
+    if aggregate:
+        missing = [f for f in missing if not isinstance(f, NumberFact)]
+    return [f.text for f in missing]
