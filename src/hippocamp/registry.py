@@ -34,7 +34,13 @@ BUILTINS: dict[str, tuple[str, ...]] = {
         "hippocamp.models.providers.local",
     ),
     # agents: each module registers its agents with @register("agent", NAME)
-    "agent": ("hippocamp.agents.terminal", "hippocamp.agents.evidence"),
+    "agent": (
+        "hippocamp.agents.terminal",
+        "hippocamp.agents.evidence",
+        "hippocamp.agents.external",
+        "hippocamp.agents.retrieval",
+        "hippocamp.agents.react",
+    ),
 }
 
 T = TypeVar("T")
