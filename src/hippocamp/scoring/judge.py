@@ -1,0 +1,304 @@
+"""Answer judges: a model's verdict, and our robust judge that a model cannot talk into accepting a
+wrong number.
+
+Modes:
+
+* ``simple`` and ``detailed``: HippoCamp's two judge templates (``prompts/judge_*.md``); the model
+  returns ``{correct, score 0-5, rationale}`` as validated structured output. ``detailed`` is correct
+  iff its score is 3 or more (the verdict is made consistent with the score).
+* ``robust`` (the default): the reference's key facts (numbers with scale and unit, dates, times,
+  names, yes/no polarity) are checked deterministically against the response (`check_facts`)
+  *before* the model is asked: a response that contradicts a key fact, or hedges between candidates,
+  is incorrect without a model call. *After* the model's ``detailed`` verdict, the same check can
+  only overturn an acceptance, never a rejection.
+
+A failed or unparsable judgment is retried, then recorded as ``unscored`` with its error: never as
+a wrong answer. A `Panel` of judges votes by majority and reports its agreement (Cohen's kappa).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import asdict, dataclass, field
+from itertools import combinations
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from hippocamp.text.facts import DateFact, NameFact, NumberFact, extract_facts, unsupported_facts
+
+__all__ = ["FactCheck", "Judge", "Judgment", "Panel", "Verdict", "check_facts", "cohen_kappa", "panel_agreement"]
+
+Mode = Literal["robust", "simple", "detailed"]
+_PROMPTS = Path(__file__).parent / "prompts"
+
+
+class Verdict(BaseModel):
+    """What a judge model returns."""
+
+    correct: bool
+    score: int = Field(ge=0, le=5)
+    rationale: str = ""
+
+
+@dataclass
+class FactCheck:
+    """The deterministic comparison of a response with the reference's key facts."""
+
+    matched: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    contradicted: list[str] = field(default_factory=list)
+    hedged: bool = False
+    polarity: str | None = None  # "agree", "contradict" or None when the reference is not yes/no
+
+    @property
+    def blocks(self) -> bool:
+        """Whether these findings forbid a "correct" verdict."""
+        return bool(self.contradicted) or self.hedged or self.polarity == "contradict"
+
+    def reasons(self) -> list[str]:
+        out = [f"contradicts {c}" for c in self.contradicted]
+        if self.hedged:
+            out.append("hedges between several candidates")
+        if self.polarity == "contradict":
+            out.append("answers yes/no the other way")
+        return out
+
+
+@dataclass
+class Judgment:
+    """One judged answer. ``correct`` is None when unscored."""
+
+    correct: bool | None
+    score: int | None
+    rationale: str = ""
+    mode: str = "robust"
+    status: Literal["ok", "unscored"] = "ok"
+    error: str | None = None
+    judge: str | None = None
+    #: "model", "facts" (decided without a model) or "facts-override" (the model accepted; facts did not)
+    decided_by: str = "model"
+    model_correct: bool | None = None
+    facts: FactCheck | None = None
+    attempts: int = 0
+
+    @property
+    def normalized(self) -> float | None:
+        return None if self.score is None else self.score / 5
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["normalized"] = self.normalized
+        return data
+
+
+# -- the deterministic layer --------------------------------------------------------------------------
+_YES = re.compile(r"^\W*(yes|yeah|correct|true)\b", re.I)
+_NO = re.compile(r"^\W*(no|not|false|incorrect|none|never)\b", re.I)
+_NEGATION = re.compile(r"\b(not|never|no longer|n't|none|neither)\b", re.I)
+_HEDGE = re.compile(
+    r"\b(or|either|possibly|perhaps|maybe|might|could be|not sure|unclear|approximately between)\b", re.I
+)
+
+
+def _polarity(text: str) -> str | None:
+    if _YES.search(text):
+        return "yes"
+    if _NO.search(text):
+        return "no"
+    return None
+
+
+def _number_match(ref: NumberFact, cand: NumberFact) -> bool:
+    """Same number, tolerant of rounding to the reference's precision and of a scale written once;
+    two explicit, different scales (million vs billion) or percent vs not never match."""
+    if ref.scale != 1.0 and cand.scale != 1.0 and ref.scale != cand.scale:
+        return False
+    if ref.percent != cand.percent and (ref.percent or cand.percent) and ref.scale == cand.scale == 1.0:
+        return False
+    tolerance = 0.5 * 10 ** (-ref.decimals)
+    if abs(abs(ref.value) - abs(cand.value)) <= tolerance + 1e-9:
+        return True
+    if ref.scale != cand.scale:
+        return abs(abs(ref.magnitude) - abs(cand.magnitude)) <= tolerance * max(ref.scale, cand.scale) + 1e-9
+    return False
+
+
+def _sentences_with(text: str, needle: str) -> list[str]:
+    return [s for s in re.split(r"(?<=[.!?;])\s+", text) if needle.lower() in s.lower()]
+
+
+def check_facts(question: str, reference: str, response: str) -> FactCheck:
+    """Compare the key facts of ``reference`` with ``response`` (facts also in the question are not
+    key: they do not distinguish answers)."""
+    result = FactCheck()
+    ref, got, asked = extract_facts(reference), extract_facts(response), extract_facts(question)
+    asked_numbers = [n.value for n in asked.numbers]
+    got_numbers = [n for n in got.numbers if not any(abs(n.value - a) < 1e-9 for a in asked_numbers)]
+    for n in ref.numbers:
+        if any(abs(n.value - a) < 1e-9 for a in asked_numbers):
+            continue
+        if any(_number_match(n, c) for c in got.numbers):
+            result.matched.append(n.text)
+        elif got_numbers:
+            result.contradicted.append(f"the number {n.text}")
+        else:
+            result.missing.append(n.text)
+    for d in ref.dates:
+        if d.text.lower() in question.lower():
+            continue
+        if not [f for f in unsupported_facts(d.text, response) if isinstance(f, DateFact)]:
+            result.matched.append(d.text)
+        elif got.dates:
+            result.contradicted.append(f"the date {d.text}")
+        else:
+            result.missing.append(d.text)
+    got_minutes = {m for t in got.times for m in t.minutes}
+    for t in ref.times:
+        if set(t.minutes) & got_minutes:
+            result.matched.append(t.text)
+        elif got.times:
+            result.contradicted.append(f"the time {t.text}")
+        else:
+            result.missing.append(t.text)
+    asked_names = {tok for nm in asked.names for tok in nm.tokens}
+    other_names = [nm for nm in got.names if not set(nm.tokens) <= asked_names]
+    for nm in ref.names:
+        if set(nm.tokens) <= asked_names:
+            continue
+        if not [f for f in unsupported_facts(nm.text, response) if isinstance(f, NameFact)]:
+            result.matched.append(nm.text)
+        elif other_names:
+            result.contradicted.append(f"the name {nm.text}")
+        else:
+            result.missing.append(nm.text)
+    rp, gp = _polarity(reference), _polarity(response)
+    if rp is not None:
+        result.polarity = "agree" if gp in (None, rp) else "contradict"
+    elif result.matched and not _NEGATION.search(reference):
+        # "the lease did NOT start on 1 March" carries the reference's fact under a negation
+        for fact in result.matched:
+            if any(_NEGATION.search(s) for s in _sentences_with(response, fact)):
+                result.polarity = "contradict"
+                break
+    result.hedged = _hedges(ref, got, response)
+    return result
+
+
+def _hedges(ref: Any, got: Any, response: str) -> bool:
+    """Several candidate values of the kind the reference asks for, offered as alternatives."""
+    if not _HEDGE.search(response):
+        return False
+    if ref.numbers and len({round(n.magnitude, 6) for n in got.numbers}) >= 3:
+        return True
+    if ref.dates and len({r for d in got.dates for r in d.readings}) >= 2:
+        return True
+    if ref.times and len({t.text for t in got.times}) >= 2 and not ref.dates:
+        return True
+    return bool(ref.names and not ref.numbers and len({nm.text for nm in got.names}) >= 3)
+
+
+# -- judges --------------------------------------------------------------------------------------------
+class Judge:
+    """Judge answers with ``model`` (a `hippocamp.models.Model`) in ``mode``; ``retries`` extra
+    attempts after a failed or unparsable judgment (the client already repairs bad JSON once)."""
+
+    def __init__(self, model: Any, mode: Mode = "robust", retries: int = 1):
+        if mode not in ("robust", "simple", "detailed"):
+            raise ValueError(f"unknown judge mode {mode!r}; choose robust, simple or detailed")
+        self.model = model
+        self.mode = mode
+        self.retries = retries
+
+    @property
+    def id(self) -> str:
+        return str(getattr(self.model, "id", self.model))
+
+    def prompt(self, question: str, reference: str, response: str) -> str:
+        template = "judge_simple.md" if self.mode == "simple" else "judge_detailed.md"
+        text = (_PROMPTS / template).read_text(encoding="utf-8")
+        values = {"question": question, "reference": reference, "response": response or "(no answer)"}
+        return re.sub(r"\{(question|reference|response)\}", lambda m: values[m.group(1)], text)
+
+    async def judge(self, question: str, reference: str, response: str) -> Judgment:
+        facts = check_facts(question, reference, response) if self.mode == "robust" else None
+        if not (response or "").strip():
+            return Judgment(False, 0, "no answer", self.mode, judge=self.id, decided_by="facts", facts=facts)
+        if facts is not None and facts.blocks:
+            return Judgment(
+                False, 1, "; ".join(facts.reasons()), self.mode, judge=self.id, decided_by="facts", facts=facts
+            )
+        verdict, error, attempts = await self._ask(question, reference, response)
+        if verdict is None:
+            return Judgment(None, None, "", self.mode, "unscored", error, self.id, facts=facts, attempts=attempts)
+        correct = verdict.correct
+        if self.mode != "simple":
+            correct = verdict.score >= 3
+        judgment = Judgment(correct, verdict.score, verdict.rationale, self.mode, judge=self.id,
+                            model_correct=verdict.correct, facts=facts, attempts=attempts)  # fmt: skip
+        if facts is not None and correct and facts.blocks:  # the check after the verdict (belt and braces)
+            judgment.correct, judgment.score, judgment.decided_by = False, min(verdict.score, 1), "facts-override"
+        return judgment
+
+    async def _ask(self, question: str, reference: str, response: str) -> tuple[Verdict | None, str | None, int]:
+        messages = [{"role": "user", "content": self.prompt(question, reference, response)}]
+        error: str | None = None
+        for attempt in range(1, self.retries + 2):
+            try:
+                gen = await self.model.generate(messages, response_format=Verdict, temperature=0.0, max_tokens=300)
+                return gen.parsed, None, attempt
+            except Exception as exc:  # outage, timeout, unparsable after repair: try again, then unscored
+                error = f"{type(exc).__name__}: {exc}"
+        return None, error, self.retries + 1
+
+
+class Panel:
+    """Several judges; the verdict is the majority of those that scored (a tie is unscored)."""
+
+    def __init__(self, judges: list[Judge]):
+        if not judges:
+            raise ValueError("a panel needs at least one judge")
+        self.judges = judges
+
+    async def judge(self, question: str, reference: str, response: str) -> tuple[Judgment, list[Judgment]]:
+        each = await asyncio.gather(*(j.judge(question, reference, response) for j in self.judges))
+        votes = [j.correct for j in each if j.correct is not None]
+        yes, no = sum(votes), len(votes) - sum(votes)
+        scores = [j.score for j in each if j.score is not None]
+        ids = ",".join(j.id for j in self.judges)
+        if not votes or yes == no:
+            why = "no judge scored" if not votes else f"tie {yes}-{no}"
+            return Judgment(None, None, why, self.judges[0].mode, "unscored", why, ids), list(each)
+        score = sorted(scores)[len(scores) // 2] if scores else None
+        return Judgment(yes > no, score, f"{yes} of {len(votes)} judges accept", self.judges[0].mode, judge=ids), list(
+            each
+        )
+
+
+def cohen_kappa(a: list[bool | None], b: list[bool | None]) -> float | None:
+    """Cohen's kappa of two raters over the items both scored (None when undefined)."""
+    pairs = [(x, y) for x, y in zip(a, b, strict=True) if x is not None and y is not None]
+    if not pairs:
+        return None
+    n = len(pairs)
+    observed = sum(x == y for x, y in pairs) / n
+    pa, pb = sum(x for x, _ in pairs) / n, sum(y for _, y in pairs) / n
+    expected = pa * pb + (1 - pa) * (1 - pb)
+    if expected == 1.0:
+        return 1.0 if observed == 1.0 else None
+    return (observed - expected) / (1 - expected)
+
+
+def panel_agreement(judgments: list[list[Judgment]]) -> dict[str, float | None]:
+    """Pairwise Cohen's kappa between the judges of a panel, over many items (``judgments[item][judge]``)."""
+    if not judgments:
+        return {}
+    out: dict[str, float | None] = {}
+    n = len(judgments[0])
+    for i, j in combinations(range(n), 2):
+        a = [row[i].correct for row in judgments]
+        b = [row[j].correct for row in judgments]
+        out[f"{i}:{judgments[0][i].judge}~{j}:{judgments[0][j].judge}"] = cohen_kappa(a, b)
+    return out
