@@ -124,9 +124,24 @@ def test_perturbations_cover_every_kind() -> None:
 
 def test_calibration_and_self_test(tmp_path: Path) -> None:
     rows = [
-        {"question": "Net AR?", "gold_answer": 1616, "model_answer": "$1,615.9 million", "label": "Correct Answer"},
-        {"question": "Net AR?", "gold_answer": 1616, "model_answer": "$2,100 million", "label": "Incorrect Answer"},
-        {"question": "Net AR?", "gold_answer": 1616, "model_answer": "I cannot tell.", "label": "Refusal"},
+        {
+            "question": "Net AR (in USD millions)?",
+            "gold_answer": 1616,
+            "model_answer": "$1,615.9 million",
+            "label": "Correct Answer",
+        },
+        {
+            "question": "Net AR (in USD millions)?",
+            "gold_answer": 1616,
+            "model_answer": "$2,100 million",
+            "label": "Incorrect Answer",
+        },
+        {
+            "question": "Net AR (in USD millions)?",
+            "gold_answer": 1616,
+            "model_answer": "I cannot tell.",
+            "label": "Refusal",
+        },
     ]
     path = tmp_path / "labeled.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")

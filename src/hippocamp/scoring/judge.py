@@ -111,11 +111,23 @@ def _polarity(text: str) -> str | None:
     return None
 
 
-def _number_match(ref: NumberFact, cand: NumberFact) -> bool:
-    """Same number, tolerant of rounding to the reference's precision and of a scale written once;
-    two explicit, different scales (million vs billion) or percent vs not never match."""
+_SCALE_WORDS = {1e3: ("thousand", "k"), 1e6: ("million", "mn", "mm"), 1e9: ("billion", "bn"), 1e12: ("trillion",)}
+
+
+def _scale_named(scale: float, question: str) -> bool:
+    words = _SCALE_WORDS.get(scale, ())
+    return any(re.search(rf"\b{w}s?\b", question, re.I) for w in words)
+
+
+def _number_match(ref: NumberFact, cand: NumberFact, question: str = "") -> bool:
+    """Same number, tolerant of rounding to the reference's precision. Two explicit, different
+    scales (million vs billion) never match; a scale only the response writes matches only when the
+    question names it ("in USD millions"); percent vs not never match."""
     if ref.scale != 1.0 and cand.scale != 1.0 and ref.scale != cand.scale:
         return False
+    if ref.scale == 1.0 and cand.scale != 1.0 and not _scale_named(cand.scale, question):
+        tolerance = 0.5 * 10 ** (-ref.decimals)
+        return abs(abs(ref.value) - abs(cand.magnitude)) <= tolerance + 1e-9
     if ref.percent != cand.percent and (ref.percent or cand.percent) and ref.scale == cand.scale == 1.0:
         return False
     tolerance = 0.5 * 10 ** (-ref.decimals)
@@ -140,7 +152,7 @@ def check_facts(question: str, reference: str, response: str) -> FactCheck:
     for n in ref.numbers:
         if any(abs(n.value - a) < 1e-9 for a in asked_numbers):
             continue
-        if any(_number_match(n, c) for c in got.numbers):
+        if any(_number_match(n, c, question) for c in got.numbers):
             result.matched.append(n.text)
         elif got_numbers:
             result.contradicted.append(f"the number {n.text}")
