@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from hippocamp.text.facts import DateFact, NameFact, NumberFact, extract_facts, unsupported_facts
+from hippocamp.text.facts import DateFact, NumberFact, extract_facts, unsupported_facts
 
 __all__ = ["FactCheck", "Judge", "Judgment", "Panel", "Verdict", "check_facts", "cohen_kappa", "panel_agreement"]
 
@@ -98,9 +98,6 @@ class Judgment:
 _YES = re.compile(r"^\W*(yes|yeah|correct|true)\b", re.I)
 _NO = re.compile(r"^\W*(no|not|false|incorrect|none|never)\b", re.I)
 _NEGATION = re.compile(r"\b(not|never|no longer|n't|none|neither)\b", re.I)
-_HEDGE = re.compile(
-    r"\b(or|either|possibly|perhaps|maybe|might|could be|not sure|unclear|approximately between)\b", re.I
-)
 
 
 def _polarity(text: str) -> str | None:
@@ -120,42 +117,71 @@ def _scale_named(scale: float, question: str) -> bool:
 
 
 def _number_match(ref: NumberFact, cand: NumberFact, question: str = "") -> bool:
-    """Same number, tolerant of rounding to the reference's precision. Two explicit, different
-    scales (million vs billion) never match; a scale only the response writes matches only when the
-    question names it ("in USD millions"); percent vs not never match."""
-    if ref.scale != 1.0 and cand.scale != 1.0 and ref.scale != cand.scale:
-        return False
-    if ref.scale == 1.0 and cand.scale != 1.0 and not _scale_named(cand.scale, question):
-        tolerance = 0.5 * 10 ** (-ref.decimals)
-        return abs(abs(ref.value) - abs(cand.magnitude)) <= tolerance + 1e-9
-    if ref.percent != cand.percent and (ref.percent or cand.percent) and ref.scale == cand.scale == 1.0:
-        return False
+    """Same amount, tolerant of rounding to the reference's precision ($1.8 bn = $1,824 million;
+    1,616 = 1,615.9). A scale only the response writes counts only when the question names it ("in
+    USD millions"); so 1,450 never equals 1,450 thousand, nor $1,616 million $1,616 billion."""
     tolerance = 0.5 * 10 ** (-ref.decimals)
-    if abs(abs(ref.value) - abs(cand.value)) <= tolerance + 1e-9:
-        return True
-    if ref.scale != cand.scale:
-        return abs(abs(ref.magnitude) - abs(cand.magnitude)) <= tolerance * max(ref.scale, cand.scale) + 1e-9
-    return False
+    if ref.scale == 1.0 and cand.scale != 1.0 and _scale_named(cand.scale, question):
+        return abs(abs(ref.value) - abs(cand.value)) <= tolerance + 1e-9
+    return abs(abs(ref.magnitude) - abs(cand.magnitude)) <= tolerance * ref.scale + 1e-9
 
 
 def _sentences_with(text: str, needle: str) -> list[str]:
     return [s for s in re.split(r"(?<=[.!?;])\s+", text) if needle.lower() in s.lower()]
 
 
+#: a reference longer than this many words is an explanation: its facts are recorded, never blocking
+SHORT_REFERENCE_WORDS = 25
+
+
+def _year_like(n: NumberFact) -> bool:
+    return n.scale == 1.0 and not n.percent and not n.currency and n.decimals == 0 and 1900 <= n.value <= 2100
+
+
+def _comparable(ref: NumberFact, cand: NumberFact, question: str = "") -> bool:
+    """Whether ``cand`` competes with ``ref`` as an answer: same kind (percent, amount, year) and a
+    magnitude within a factor of ten (in the question's unit when it names one)."""
+    if _year_like(ref) != _year_like(cand) or ref.percent != cand.percent:
+        return False
+    a, b = abs(ref.magnitude), abs(cand.magnitude)
+    if ref.scale == 1.0 and cand.scale != 1.0 and _scale_named(cand.scale, question):
+        b = abs(cand.value)
+    if a == 0 or b == 0:
+        return a == b
+    return 0.1 <= a / b <= 10
+
+
+def _ratio_percent(ref: NumberFact, cand: NumberFact) -> bool:
+    """0.028 and 2.8% are the same share."""
+    if ref.percent == cand.percent:
+        return False
+    ratio, pct = (cand, ref) if ref.percent else (ref, cand)
+    if abs(ratio.value) >= 1.5:
+        return False
+    tolerance = 0.5 * 10 ** (-max(0, ratio.decimals - 2)) if ratio is ref else 0.5 * 10 ** (-pct.decimals)
+    return abs(ratio.value * 100 - pct.value) <= tolerance + 1e-9
+
+
 def check_facts(question: str, reference: str, response: str) -> FactCheck:
-    """Compare the key facts of ``reference`` with ``response`` (facts also in the question are not
-    key: they do not distinguish answers)."""
+    """Compare the key facts of ``reference`` with ``response``. Facts also in the question are not
+    key (they do not tell answers apart). A fact is *contradicted* when the response gives a competing
+    value of the same kind instead (another amount of similar size, another date, time or name); that
+    only blocks a verdict when the reference is short, i.e. is the answer itself rather than an
+    explanation (longer references record matched and missing facts for the model to weigh)."""
     result = FactCheck()
     ref, got, asked = extract_facts(reference), extract_facts(response), extract_facts(question)
+    claim = extract_facts(_claim(response))
+    short = len(reference.split()) <= SHORT_REFERENCE_WORDS
     asked_numbers = [n.value for n in asked.numbers]
-    got_numbers = [n for n in got.numbers if not any(abs(n.value - a) < 1e-9 for a in asked_numbers)]
+    got_numbers = [n for n in claim.numbers if not any(abs(n.value - a) < 1e-9 for a in asked_numbers)]
+    conflicts: list[str] = []
     for n in ref.numbers:
-        if any(abs(n.value - a) < 1e-9 for a in asked_numbers):
+        if any(abs(n.value - a) < 1e-9 for a in asked_numbers) or (_year_like(n) and len(ref.numbers) > 1):
             continue
-        if any(_number_match(n, c, question) for c in got.numbers):
+        if any(_number_match(n, c, question) or _ratio_percent(n, c) for c in got.numbers):
             result.matched.append(n.text)
-        elif got_numbers:
-            result.contradicted.append(f"the number {n.text}")
+        elif any(_comparable(n, c, question) or (c.value == n.value and c.scale != n.scale) for c in got_numbers):
+            conflicts.append(f"the number {n.text}")
         else:
             result.missing.append(n.text)
     for d in ref.dates:
@@ -163,53 +189,76 @@ def check_facts(question: str, reference: str, response: str) -> FactCheck:
             continue
         if not [f for f in unsupported_facts(d.text, response) if isinstance(f, DateFact)]:
             result.matched.append(d.text)
-        elif got.dates:
-            result.contradicted.append(f"the date {d.text}")
+        elif claim.dates:
+            conflicts.append(f"the date {d.text}")
         else:
             result.missing.append(d.text)
     got_minutes = {m for t in got.times for m in t.minutes}
     for t in ref.times:
         if set(t.minutes) & got_minutes:
             result.matched.append(t.text)
-        elif got.times:
-            result.contradicted.append(f"the time {t.text}")
+        elif claim.times:
+            conflicts.append(f"the time {t.text}")
         else:
             result.missing.append(t.text)
     asked_names = {tok for nm in asked.names for tok in nm.tokens}
-    other_names = [nm for nm in got.names if not set(nm.tokens) <= asked_names]
+    other_names = [nm for nm in claim.names if not set(nm.tokens) <= asked_names]
+    words = re.findall(r"[a-z0-9]+", response.lower())
+    name_answer = len(reference.split()) <= 8
     for nm in ref.names:
         if set(nm.tokens) <= asked_names:
             continue
-        if not [f for f in unsupported_facts(nm.text, response) if isinstance(f, NameFact)]:
+        if all(any(w.startswith(tok) for w in words) for tok in nm.tokens if len(tok) >= 2):
             result.matched.append(nm.text)
-        elif other_names:
-            result.contradicted.append(f"the name {nm.text}")
+        elif other_names and name_answer:
+            conflicts.append(f"the name {nm.text}")
         else:
             result.missing.append(nm.text)
+    if short:
+        result.contradicted = conflicts
+    else:
+        result.missing += [c.split(" ", 2)[-1] for c in conflicts]
     rp, gp = _polarity(reference), _polarity(response)
     if rp is not None:
         result.polarity = "agree" if gp in (None, rp) else "contradict"
-    elif result.matched and not _NEGATION.search(reference):
+    elif (
+        short
+        and len(response.split()) <= 2 * len(reference.split()) + 12
+        and result.matched
+        and not _NEGATION.search(reference)
+    ):
         # "the lease did NOT start on 1 March" carries the reference's fact under a negation
         for fact in result.matched:
             if any(_NEGATION.search(s) for s in _sentences_with(response, fact)):
                 result.polarity = "contradict"
                 break
-    result.hedged = _hedges(ref, got, response)
+    result.hedged = short and _hedges(ref, response)
     return result
 
 
-def _hedges(ref: Any, got: Any, response: str) -> bool:
-    """Several candidate values of the kind the reference asks for, offered as alternatives."""
-    if not _HEDGE.search(response):
-        return False
-    if ref.numbers and len({round(n.magnitude, 6) for n in got.numbers}) >= 3:
+def _claim(response: str) -> str:
+    """What a response asserts: all of a short one; the first sentence and the last two of a long one
+    (the working in between has intermediate figures that compete with nothing)."""
+    if len(response.split()) <= 60:
+        return response
+    sentences = [x for x in re.split(r"(?<=[.!?])\s+|\n+", response.strip()) if x.strip()]
+    return " ".join([*sentences[:1], *sentences[-2:]])
+
+
+_AMOUNT = r"[$€£]?\s?\d[\d,.]*\s?%?"
+_ALTERNATIVES = re.compile(rf"{_AMOUNT}\s*(?:,\s*{_AMOUNT}\s*)*,?\s*\b(?:or|and/or)\b\s*{_AMOUNT}", re.I)
+_DAY_ALTERNATIVES = re.compile(r"\b\d{1,2}(?:st|nd|rd|th)?\s+or\s+\d{1,2}(?:st|nd|rd|th)?\b", re.I)
+
+
+def _hedges(ref: Any, response: str) -> bool:
+    """The response offers alternatives for the kind of value the reference gives ("EUR 1,400, EUR
+    1,450 or EUR 1,500"; "12 or 13 March"; "either Oskar or Elias") instead of one answer."""
+    text = re.sub(r"\b(?:EUR|USD|GBP|AUD|SEK|DKK)\s", "", response)
+    if ref.numbers and _ALTERNATIVES.search(text):
         return True
-    if ref.dates and len({r for d in got.dates for r in d.readings}) >= 2:
+    if ref.dates and (_DAY_ALTERNATIVES.search(text) or _ALTERNATIVES.search(text)):
         return True
-    if ref.times and len({t.text for t in got.times}) >= 2 and not ref.dates:
-        return True
-    return bool(ref.names and not ref.numbers and len({nm.text for nm in got.names}) >= 3)
+    return bool(ref.names and re.search(r"\beither\b[^.;]{0,60}\bor\b", response, re.I))
 
 
 # -- judges --------------------------------------------------------------------------------------------
