@@ -68,6 +68,7 @@ def test_metadata_and_escapes(env: FilesEnv) -> None:
     assert env.escapes == 3
     assert not env.call("rm", {"path": photo}).ok
     assert not env.call("read", {"file": photo}).ok  # wrong argument name
+    assert "bad arguments" in env.call("search", {"query": "rent", "k": "ten"}).text
 
 
 def test_locator_text_forms() -> None:

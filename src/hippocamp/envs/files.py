@@ -158,10 +158,12 @@ class FilesEnv:
             return _error(f"unknown tool {name!r}; tools: list_files, search, read, metadata")
         try:
             return handler(**args)
-        except TypeError as exc:
+        except (TypeError, ValueError) as exc:
             return _error(f"bad arguments for {name}: {exc}")
         except SandboxError as exc:
             return _error(f"refused: {exc} (paths stay inside the profile)")
+        except Exception as exc:  # a tool failure is an observation, never a crash of the episode
+            return _error(f"{name} failed: {type(exc).__name__}: {exc}")
 
     def _rel(self, path: str) -> str:
         resolved = self.sandbox.resolve(path)
