@@ -131,3 +131,27 @@ def test_budget_and_model_errors(env: FilesEnv) -> None:
     assert answer.stop == "error" and "no server" in answer.error
     answer = solve(env, script, "rent?", Budget(max_evidence_chars=100))
     assert answer.stop == "max_evidence"
+
+
+@pytest.mark.slow
+def test_real_server_episode(synth_indexed: tuple[Path, Path]) -> None:
+    """The evidence agent end to end against a real OpenAI-compatible server (SmolLM2 in CI): structured
+    plan, selection and answer through the server's JSON mode; correctness is not asserted (tiny model)."""
+    import os
+
+    from hippocamp.agents.base import Answer
+    from hippocamp.agents.evidence import EvidenceAgent
+
+    url = os.environ.get("HIPPOCAMP_TEST_SERVER")
+    if not url:
+        pytest.skip("needs HIPPOCAMP_TEST_SERVER (an OpenAI-compatible llama.cpp server with SmolLM2)")
+    root, path = synth_indexed
+    env = FilesEnv(root, Store(path))
+    model = get_model(f"openai-compatible:smollm2@{url}")
+    agent = EvidenceAgent(passages=4, chars=300)  # the server has a 2,048-token context
+    budget = Budget(max_steps=6, k=3, max_tokens=30_000, max_seconds=240)
+    answer = asyncio.run(agent.solve(Task("q", "How much is my monthly rent?"), env, model, budget))
+    assert isinstance(answer, Answer) and answer.stop in ("answered", "max_steps", "max_tokens", "error")
+    assert answer.usage.calls >= 1 and answer.trace
+    assert answer.stop != "error" or "model" in (answer.error or "")
+    assert all(e.file_path in answer.files for e in answer.evidence)

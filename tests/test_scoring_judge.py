@@ -162,3 +162,18 @@ def test_calibration_and_self_test(tmp_path: Path) -> None:
     bad.write_text('{"question": "q", "gold_answer": 1, "model_answer": "x", "label": "Maybe"}\n')
     with pytest.raises(ValueError, match=r"bad.jsonl:1: field 'label'"):
         load_labeled(bad)
+
+
+@pytest.mark.slow
+def test_real_server_judgments() -> None:
+    """The model path once through a real server (SmolLM2 in CI): a structured verdict or an honest unscored."""
+    import os
+
+    url = os.environ.get("HIPPOCAMP_TEST_SERVER")
+    if not url:
+        pytest.skip("needs HIPPOCAMP_TEST_SERVER (an OpenAI-compatible llama.cpp server with SmolLM2)")
+    j = Judge(get_model(f"openai-compatible:smollm2@{url}"), mode="robust")
+    same = asyncio.run(j.judge("Who is my landlord?", "Oskar Lindqvist", "Oskar Lindqvist."))
+    assert same.decided_by == "model" and (same.status == "unscored" or same.score is not None)
+    wrong = asyncio.run(j.judge("How much is my rent?", "EUR 1,450 per month", "EUR 1,540 per month."))
+    assert wrong.correct is False and wrong.decided_by == "facts"
