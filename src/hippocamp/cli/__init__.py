@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "doctor": ("hippocamp.cli.store", "doctor", "Which optional parts (OCR, speech, models) are installed."),
     "cache": ("hippocamp.cli.models", "cache", "The model request cache: stats and clear."),
     "synth": ("hippocamp.cli.synth", "synth", "Generate synthetic profiles with exact gold trajectories."),
+    "import": ("hippocamp.cli.importers", "import_group", "Import a HippoCamp release or FinanceBench."),
 }
 
 
