@@ -100,7 +100,12 @@ class ReadContext:
 
     @property
     def modality(self) -> str:
-        return modality_of(self.rel_path) or "other"
+        # asked for every segment: worked out once per file (the path does not change)
+        cached = self.__dict__.get("_modality")
+        if cached is None or cached[0] != self.rel_path:
+            cached = (self.rel_path, modality_of(self.rel_path) or "other")
+            self.__dict__["_modality"] = cached
+        return cached[1]
 
     def note(self, message: str) -> None:
         """Record something the reader could not do (a missing part, a skipped piece)."""
@@ -109,13 +114,13 @@ class ReadContext:
 
     def segment(self, text: str, locator: Locator | None = None, modality: str | None = None, **meta: Any) -> Segment:
         """A segment of this file, placed inside ``within`` when the file is nested."""
-        return Segment(
-            path=self.rel_path,
-            modality=modality or self.modality,
-            text=text,
-            locator=locator,
-            within=list(self.within),
-            meta={k: v for k, v in meta.items() if v is not None},
+        return Segment.trusted(  # validation skipped only for values already of the fields' types
+            self.rel_path,
+            modality or self.modality,
+            text,
+            locator,
+            list(self.within),
+            {k: v for k, v in meta.items() if v is not None},
         )
 
     def read_nested(self, name: str, data: bytes, within: Iterable[Locator]) -> list[Segment]:

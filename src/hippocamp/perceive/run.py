@@ -8,7 +8,10 @@ reader get metadata only (modality ``other`` when the type is unknown).
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
+import stat
 import tempfile
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -61,14 +64,42 @@ def reader_for(ext: str) -> Reader | None:
     return _by_ext.get(ext.lower())
 
 
+@functools.lru_cache(maxsize=256)
+def _modality_of_type(ext: str) -> str:
+    """``modality_of(path) or "other"`` from the extension alone (the same for every file of a type)."""
+    return (modality_of(f"file.{ext}") if ext else None) or "other"
+
+
 def _stamp(ts: float) -> datetime:
     return datetime.fromtimestamp(ts, tz=UTC).replace(tzinfo=None)
 
 
-def file_info(path: Path) -> FileInfo:
-    st = path.stat()
+def file_info(path: Path, st: os.stat_result | None = None, ext: str | None = None) -> FileInfo:
+    """Size, type and times of a file (``st`` and ``ext`` when the caller already has them)."""
+    st = path.stat() if st is None else st
     created = getattr(st, "st_birthtime", None) or st.st_ctime
-    return FileInfo(size=st.st_size, type=ext_of(path), created=_stamp(created), modified=_stamp(st.st_mtime))
+    return FileInfo(
+        size=st.st_size,
+        type=ext_of(path) if ext is None else ext,
+        created=_stamp(created),
+        modified=_stamp(st.st_mtime),
+    )
+
+
+#: files up to this size are hashed from one read of the whole file; larger ones block by block
+HASH_WHOLE_BYTES = 16 * 1024 * 1024
+
+
+def _sha256(path: Path, size: int) -> str:
+    """sha256 of a file, the same digest as `sha256_of`; a small file is read in one call instead of
+    through a fresh 1 MB buffer per block (most files of a personal computer are small)."""
+    if size > HASH_WHOLE_BYTES:
+        return sha256_of(path)
+    with path.open("rb") as fh:
+        digest = hashlib.sha256(fh.read())
+        while block := fh.read(1 << 20):  # the file grew since it was stat'ed
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _outside(root: Path, path: Path) -> bool:
@@ -83,11 +114,20 @@ def perceive_file(root: Path, rel: str, options: PerceiveOptions | None = None, 
     """Read ``root/rel`` into segments; every problem is recorded in the result, never raised."""
     options = options or PerceiveOptions()
     path = root / rel
-    modality = modality_of(rel) or "other"
-    if path.is_symlink() and _outside(root, path):
-        return FileResult(rel, None, modality, "skipped", reason="symlink pointing outside the profile (not followed)")
+    ext = ext_of(rel)
+    modality = _modality_of_type(ext)
     try:
-        info = file_info(path)
+        st = os.lstat(path)  # one system call for both questions when the file is not a symlink
+    except OSError:
+        st = None
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        if _outside(root, path):
+            return FileResult(
+                rel, None, modality, "skipped", reason="symlink pointing outside the profile (not followed)"
+            )
+        st = None  # a symlink inside the profile: what it points at is read
+    try:
+        info = file_info(path, st, ext)
     except OSError as exc:
         return FileResult(rel, None, modality, "failed", reason=f"cannot stat: {exc.strerror or exc}")
     result = FileResult(rel, info, modality, "ok")
@@ -99,7 +139,7 @@ def perceive_file(root: Path, rel: str, options: PerceiveOptions | None = None, 
         return result
     if hash_file:
         try:
-            result.sha256 = sha256_of(path)
+            result.sha256 = _sha256(path, info.size)
         except OSError as exc:
             result.status, result.reason = "failed", f"cannot read: {exc.strerror or exc}"
             return result

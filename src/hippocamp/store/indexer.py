@@ -127,8 +127,46 @@ def _options_digest(options: PerceiveOptions) -> str:
     return hashlib.sha1(json.dumps(asdict(options), sort_keys=True).encode()).hexdigest()[:8]
 
 
-def _read(root: str, rel: str, options: PerceiveOptions) -> FileResult:
-    return perceive_file(Path(root), rel, options)
+def _read_chunk(root: str, rels: list[str], options: PerceiveOptions) -> list[FileResult]:
+    """Several files read by one task of a worker process (one round trip for many small files)."""
+    return [perceive_file(Path(root), rel, options) for rel in rels]
+
+
+#: a task of a worker process reads up to this many files, or fewer once they add up to CHUNK_BYTES
+CHUNK_FILES = 8
+CHUNK_BYTES = 4 * 1024 * 1024
+
+
+def _chunks(entries: list[Entry], workers: int) -> list[list[Entry]]:
+    """Consecutive files grouped into tasks; small enough that every worker gets several tasks."""
+    per = max(1, min(CHUNK_FILES, len(entries) // (workers * 4)))
+    chunks: list[list[Entry]] = []
+    current: list[Entry] = []
+    size = 0
+    for entry in entries:
+        current.append(entry)
+        size += entry.size
+        if len(current) >= per or size >= CHUNK_BYTES:
+            chunks.append(current)
+            current, size = [], 0
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+class _Signatures:
+    """`signature` worked out once per file type within a run (it depends on the type, not the name)."""
+
+    def __init__(self, options: PerceiveOptions) -> None:
+        self.options = options
+        self.by_type: dict[tuple[str, bool], str] = {}
+
+    def __call__(self, rel: str, gold: bool = False, ext: str | None = None) -> str:
+        key = (extension(rel) if ext is None else ext, gold)
+        sig = self.by_type.get(key)
+        if sig is None:
+            sig = self.by_type[key] = signature(rel, self.options, gold)
+        return sig
 
 
 def index_profile(
@@ -150,6 +188,7 @@ def index_profile(
     report.removed = store.remove_files(vanished)
     gold = GoldIndex.load(options.gold_dir) if options.gold_dir else None
 
+    sign = _Signatures(options.perceive)
     todo: list[Entry] = []
     for i, entry in enumerate(entries):
         progress("scan", i + 1, len(entries), entry.rel)
@@ -164,7 +203,7 @@ def index_profile(
             continue
         retry = options.retry_failed and row.status in ("failed", "skipped")
         covered_by_gold = gold is not None and gold.find(entry.rel) is not None
-        if row.signature != signature(entry.rel, options.perceive, covered_by_gold):
+        if row.signature != sign(entry.rel, covered_by_gold):
             todo.append(entry)  # a new reader, another hippocamp version or other options: read again
             continue
         if row.size == entry.size and row.mtime_ns == entry.mtime_ns and not retry:
@@ -194,7 +233,7 @@ def index_profile(
         last_flush = time.monotonic()
 
     def record(entry: Entry, result: FileResult) -> None:
-        sig = signature(entry.rel, options.perceive, result.reader == "gold")
+        sig = sign(entry.rel, result.reader == "gold", result.info.type if result.info is not None else None)
         pending.append((result, entry.mtime_ns, entry.size, sig))
         if len(pending) >= COMMIT_FILES or time.monotonic() - last_flush >= COMMIT_SECONDS:
             flush()
@@ -251,29 +290,37 @@ def _read_all(
         progress("read", total, total, None)
         return
     done = 0
-    pending: dict[Future[FileResult], Entry] = {}
-    queue = iter(entries)
+    pending: dict[Future[list[FileResult]], list[Entry]] = {}
+    queue = iter(_chunks(entries, options.workers))
+
+    def submit(chunk: list[Entry]) -> None:
+        pending[pool.submit(_read_chunk, str(root), [e.rel for e in chunk], options.perceive)] = chunk
+
     with ProcessPoolExecutor(max_workers=options.workers) as pool:
         try:
-            for entry in queue:  # keep a bounded number of files in flight
-                pending[pool.submit(_read, str(root), entry.rel, options.perceive)] = entry
-                if len(pending) >= options.workers * 4:
+            for chunk in queue:  # keep a bounded number of tasks in flight
+                submit(chunk)
+                if len(pending) >= options.workers * 2:
                     break
             while pending:
                 finished, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for future in finished:
-                    entry = pending.pop(future)
+                    chunk = pending.pop(future)
                     try:
-                        result = future.result()
+                        results = future.result()
                     except Exception as exc:  # a worker died (e.g. a native crash): recorded, the run goes on
-                        result = FileResult(entry.rel, None, modality_of(entry.rel) or "other", "failed",
-                                            reason=f"reader process failed: {type(exc).__name__}: {exc}")  # fmt: skip
-                    record(entry, result)
-                    done += 1
-                    progress("read", done, total, entry.rel)
+                        results = [
+                            FileResult(entry.rel, None, modality_of(entry.rel) or "other", "failed",
+                                       reason=f"reader process failed: {type(exc).__name__}: {exc}")
+                            for entry in chunk
+                        ]  # fmt: skip
+                    for entry, result in zip(chunk, results, strict=True):
+                        record(entry, result)
+                        done += 1
+                        progress("read", done, total, entry.rel)
                     nxt = next(queue, None)
                     if nxt is not None:
-                        pending[pool.submit(_read, str(root), nxt.rel, options.perceive)] = nxt
+                        submit(nxt)
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)
             raise
