@@ -1,0 +1,321 @@
+"""The runner: every task of a suite x one agent x epochs, concurrently, resumable.
+
+``await run(suite, "rag", "openai:gpt-4o-mini", out=Path("runs/x"))`` writes ``manifest.json`` at the
+start and appends one line per finished episode to ``episodes.jsonl`` (see `hippocamp.runs.episodes`).
+Running the same call again resumes: episodes whose key (task_id, agent, epoch) is in the file are
+skipped; a run directory whose manifest holds another config is refused with the differing fields.
+
+Episodes run as asyncio tasks, at most ``concurrency`` at a time (the model adds its own per-model
+limit). An agent that raises is recorded with ``stop="error"`` and its error; one that overruns its
+budget's wall clock (``budget.max_seconds`` plus ``timeout_slack``) is cancelled and recorded with
+``stop="timeout"``; the run goes on either way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hippocamp import registry
+from hippocamp.agents.base import Answer, Budget, Task
+from hippocamp.runs.episodes import Episode, EpisodeKey, EpisodeLog, read_episodes
+from hippocamp.runs.manifest import (
+    MANIFEST_FORMAT,
+    ManifestError,
+    config_differences,
+    environment,
+    read_manifest,
+    redact,
+    scrub,
+    utc_now,
+    write_manifest,
+)
+from hippocamp.runs.suite import Suite
+
+__all__ = ["RunConfigError", "RunSummary", "agent_factory", "run"]
+
+MANIFEST = "manifest.json"
+EPISODES = "episodes.jsonl"
+#: model options that do not change what a model answers (not compared on resume)
+RUNTIME_OPTIONS = frozenset({"max_concurrency", "threads", "timeout"})
+
+#: progress(episode just finished or None at the start, episodes finished incl. skipped, planned)
+RunProgress = Callable[[Episode | None, int, int], None]
+
+
+class RunConfigError(ManifestError):
+    """Resuming into a run directory made with another config."""
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What a run directory holds after this session (sums over episodes in key order)."""
+
+    out: Path
+    planned: int
+    #: finished in this session
+    done: int
+    #: found finished and skipped
+    skipped: int
+    #: every planned episode on disk, by stop reason (sorted)
+    by_stop: dict[str, int] = field(default_factory=dict)
+    #: episodes whose stop is not "answered"
+    failed: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    calls: int = 0
+    #: None when a price is unknown
+    cost_usd: float | None = 0.0
+    model_s: float = 0.0
+    episodes_s: float = 0.0
+    #: wall time of this session
+    wall_s: float = 0.0
+    resumed: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self) | {"out": str(self.out)}
+
+
+def agent_factory(spec: str) -> Callable[[], Any]:
+    """What makes the agent of one episode from ``NAME`` or ``NAME:ARG`` (e.g. ``external:cmd:./a.sh``).
+    A registered class is instantiated per episode (``cls(ARG)`` or ``cls()``: agents may keep
+    per-episode state), a registered instance is shared, a registered function is called."""
+    name, _, arg = spec.strip().partition(":")
+    obj = registry.get("agent", name)
+    if isinstance(obj, type) or (callable(obj) and not hasattr(obj, "solve")):
+        return (lambda: obj(arg)) if arg else obj
+    if hasattr(obj, "solve"):
+        if arg:
+            raise ValueError(f"agent {name!r} is an instance and takes no argument (got {spec!r})")
+        return lambda: obj
+    raise TypeError(f"agent {name!r} is registered as {obj!r}: not a class, agent or factory")
+
+
+def _summarize(out: Path, episodes: list[Episode], planned: int, done: int, skipped: int, wall: float,
+               resumed: int) -> RunSummary:  # fmt: skip
+    ordered = sorted(episodes, key=lambda e: e.key)
+    stops = Counter(e.answer.stop for e in ordered)
+    cost: float | None = 0.0
+    for e in ordered:
+        c = e.answer.usage.cost_usd
+        cost = None if cost is None or c is None else cost + c
+    return RunSummary(
+        out=out,
+        planned=planned,
+        done=done,
+        skipped=skipped,
+        by_stop=dict(sorted(stops.items())),
+        failed=sum(n for stop, n in stops.items() if stop != "answered"),
+        input_tokens=sum(e.answer.usage.input_tokens for e in ordered),
+        output_tokens=sum(e.answer.usage.output_tokens for e in ordered),
+        calls=sum(e.answer.usage.calls for e in ordered),
+        cost_usd=None if cost is None else round(cost, 6),
+        model_s=round(sum(e.model_s for e in ordered), 3),
+        episodes_s=round(sum(e.wall_s for e in ordered), 3),
+        wall_s=round(wall, 3),
+        resumed=resumed,
+    )
+
+
+def _model_section(model: Any, options: dict[str, Any], secrets: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(config part, manifest part) of the model, options redacted."""
+    safe = redact(options, secrets)
+    spec = redact(model if isinstance(model, str) else getattr(model, "id", repr(model)), secrets)
+    compared = {k: v for k, v in sorted(safe.items()) if k not in RUNTIME_OPTIONS}
+    return {"options": compared}, {"spec": spec, "options": safe}
+
+
+@dataclass
+class _Session:
+    """One session of a run: what it was asked and the state it shares between episodes."""
+
+    suite: Suite
+    agent: str
+    model: Any
+    model_id: str
+    out: Path
+    epochs: int
+    concurrency: int
+    limit: int | None
+    budget: Budget
+    timeout_slack: float
+    secrets: list[str]
+    progress: RunProgress | None
+    finished: list[Episode] = field(default_factory=list)
+
+    @property
+    def timeout(self) -> float | None:
+        return None if self.budget.max_seconds is None else self.budget.max_seconds + self.timeout_slack
+
+    async def solve(self, make_agent: Callable[[], Any], task: Task) -> Answer:
+        """The agent's answer, or the error or timeout it ended with."""
+        budget, timeout = self.budget, self.timeout
+        try:
+            answer = await asyncio.wait_for(make_agent().solve(task, self.suite.env(), self.model, budget), timeout)
+        except TimeoutError:
+            return Answer(
+                stop="timeout",
+                error=f"cancelled by the runner after {timeout:g} s "
+                f"(budget {budget.max_seconds:g} s + {self.timeout_slack:g} s slack)",
+            )
+        except Exception as exc:  # an agent's crash is a recorded episode, never the run's end
+            return Answer(stop="error", error=scrub(f"{type(exc).__name__}: {exc}", self.secrets))
+        if not isinstance(answer, Answer):
+            return Answer(stop="error", error=f"agent {self.agent!r} returned {type(answer).__name__}, not an Answer")
+        return answer
+
+    async def episode(self, make_agent: Callable[[], Any], task: Task, epoch: int) -> Episode:
+        started = utc_now()
+        t0 = time.perf_counter()
+        answer = await self.solve(make_agent, task)
+        wall = time.perf_counter() - t0
+        model_s = min(answer.model_seconds, wall)
+        return Episode(
+            task_id=task.id,
+            agent=self.agent,
+            model=self.model_id,
+            epoch=epoch,
+            question=task.question,
+            answer=answer,
+            wall_s=round(wall, 4),
+            model_s=round(model_s, 4),
+            harness_s=round(wall - model_s, 4),
+            started=started,
+            finished=utc_now(),
+        )
+
+    def config(self, model_config: dict[str, Any]) -> dict[str, Any]:
+        return scrub(
+            {
+                "suite": self.suite.config(),
+                "agent": self.agent,
+                "model": {"id": self.model_id, **model_config},
+                "budget": self.budget.as_dict(),
+                "epochs": self.epochs,
+                "limit": self.limit,
+                "timeout_slack_s": self.timeout_slack,
+            },
+            self.secrets,
+        )
+
+    async def execute(self, model_config: dict[str, Any], model_manifest: dict[str, Any]) -> RunSummary:
+        make_agent = agent_factory(self.agent)
+        began = time.perf_counter()
+        config = self.config(model_config)
+        self.out.mkdir(parents=True, exist_ok=True)
+        manifest_path, episodes_path = self.out / MANIFEST, self.out / EPISODES
+        recorded = read_manifest(manifest_path)
+        if recorded is None and episodes_path.exists() and episodes_path.stat().st_size:
+            raise ManifestError(f"{episodes_path}: episodes without {MANIFEST}; use another --out")
+        if recorded is not None and (diffs := config_differences(recorded["config"], config)):
+            raise RunConfigError(
+                f"{manifest_path}: this directory holds a run with another config; differing: {'; '.join(diffs)}. "
+                "Use another --out, or the recorded options"
+            )
+        found = read_episodes(episodes_path)
+        resumed = 0 if recorded is None else int(recorded.get("resumed", 0)) + 1
+        session = {"started": utc_now(), "concurrency": self.concurrency, "environment": environment()}
+        manifest: dict[str, Any] = {
+            "format": MANIFEST_FORMAT,
+            "created": recorded["created"] if recorded else session["started"],
+            "resumed": resumed,
+            "config": config,
+            "suite": self.suite.describe(),
+            "model": {"id": self.model_id, **model_manifest},
+            "sessions": [*(recorded.get("sessions", []) if recorded else []), session],
+        }
+        write_manifest(manifest_path, scrub(manifest, self.secrets))
+
+        tasks = self.suite.tasks[: self.limit] if self.limit else self.suite.tasks
+        planned = [(t, e) for e in range(1, self.epochs + 1) for t in tasks]
+        keys = {(t.id, self.agent, e) for t, e in planned}
+        have: dict[EpisodeKey, Episode] = {e.key: e for e in found.episodes if e.key in keys}
+        todo = [(t, e) for t, e in planned if (t.id, self.agent, e) not in have]
+        log = EpisodeLog(episodes_path)
+        log.open(found.episodes, rewrite=found.damaged_tail or found.duplicates > 0)
+        slots, write_lock = asyncio.Semaphore(self.concurrency), asyncio.Lock()
+        if self.progress:
+            self.progress(None, len(have), len(planned))
+
+        async def one(task: Task, epoch: int) -> None:
+            async with slots:
+                record = await self.episode(make_agent, task, epoch)
+            async with write_lock:  # one writer: lines never interleave; fsync off the event loop
+                await asyncio.to_thread(log.append, record)
+                self.finished.append(record)
+            if self.progress:
+                self.progress(record, len(have) + len(self.finished), len(planned))
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                for task, epoch in todo:
+                    group.create_task(one(task, epoch))
+        finally:
+            log.close()
+        wall = time.perf_counter() - began
+        summary = _summarize(self.out, [*have.values(), *self.finished], len(planned), len(self.finished),
+                             len(have), wall, resumed)  # fmt: skip
+        manifest["sessions"][-1]["finished"] = utc_now()
+        manifest["summary"] = summary.as_dict()
+        write_manifest(manifest_path, scrub(manifest, self.secrets))
+        return summary
+
+
+async def run(
+    suite: Suite,
+    agent: str,
+    model: Any,
+    *,
+    out: Path,
+    epochs: int = 1,
+    concurrency: int = 4,
+    limit: int | None = None,
+    budget: Budget | None = None,
+    model_options: dict[str, Any] | None = None,
+    timeout_slack: float = 5.0,
+    progress: RunProgress | None = None,
+) -> RunSummary:
+    """Run ``agent`` (a registered name, or ``NAME:ARG``) with ``model`` (a model string, opened with
+    ``model_options``, or a ready `Model`) over the first ``limit`` tasks of ``suite``, ``epochs``
+    times, writing into ``out``; see the module docstring."""
+    if epochs < 1:
+        raise ValueError(f"epochs must be at least 1, got {epochs}")
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+    if limit is not None and limit < 1:
+        raise ValueError(f"limit must be at least 1, got {limit}")
+    if not suite.tasks:
+        raise ValueError(f"suite {suite.spec!r} has no tasks (no records found)")
+    agent_factory(agent)  # an unknown agent fails before anything is written
+    options = dict(model_options or {})
+    secrets: list[str] = []
+    model_config, model_manifest = _model_section(model, options, secrets)
+    opened = isinstance(model, str)
+    if isinstance(model, str):
+        from hippocamp.models import get_model
+
+        model = get_model(model, **options)
+    session = _Session(
+        suite=suite,
+        agent=agent,
+        model=model,
+        model_id=scrub(str(model.id), secrets),
+        out=out,
+        epochs=epochs,
+        concurrency=concurrency,
+        limit=limit,
+        budget=budget or Budget(),
+        timeout_slack=timeout_slack,
+        secrets=secrets,
+        progress=progress,
+    )
+    try:
+        return await session.execute(model_config, model_manifest)
+    finally:
+        if opened:
+            await model.aclose()
