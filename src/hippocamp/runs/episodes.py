@@ -9,14 +9,13 @@ appending). A bad line anywhere else is real damage and is refused with its line
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from hippocamp.agents.base import Answer
+from hippocamp.durable import DurableLog, JsonlError, read_lines
 
 __all__ = ["Episode", "EpisodeKey", "EpisodeLog", "EpisodeLogError", "read_episodes"]
 
@@ -24,8 +23,7 @@ __all__ = ["Episode", "EpisodeKey", "EpisodeLog", "EpisodeLogError", "read_episo
 EpisodeKey = tuple[str, str, int]
 
 
-class EpisodeLogError(Exception):
-    """An episodes file that cannot be resumed from: names the file and the line."""
+EpisodeLogError = JsonlError
 
 
 class Episode(BaseModel):
@@ -65,71 +63,15 @@ class ReadResult:
 
 def read_episodes(path: Path) -> ReadResult:
     """The episodes in ``path`` (none when it does not exist), first occurrence of each key kept."""
-    if not path.is_file():
-        return ReadResult([], False, 0)
-    data = path.read_bytes()
-    lines = data.split(b"\n")
-    # a file written only by EpisodeLog ends with "\n": the last element is empty unless the tail was cut
-    tail_cut = lines[-1] != b""
-    if not tail_cut:
-        lines.pop()
-    episodes: list[Episode] = []
-    seen: set[EpisodeKey] = set()
-    duplicates = 0
-    damaged = False
-    for number, raw in enumerate(lines, start=1):
-        is_last = number == len(lines)
-        if not raw.strip():
-            if is_last:
-                damaged = True
-                continue
-            raise EpisodeLogError(f"{path}: line {number} is empty; only the last line may be damaged (by a kill)")
-        try:
-            episode = Episode.model_validate(json.loads(raw))
-        except (ValueError, ValidationError) as exc:
-            if is_last:
-                damaged = True
-                continue
-            reason = str(exc).splitlines()[0][:200]
-            raise EpisodeLogError(f"{path}: line {number} is not an episode ({reason}); only the last line may be "
-                                  "damaged (by a kill): repair or remove it by hand") from None  # fmt: skip
-        if is_last and tail_cut:
-            damaged = True  # whole JSON but no newline: keep it, rewrite the file with its newline
-        if episode.key in seen:
-            duplicates += 1
-            continue
-        seen.add(episode.key)
-        episodes.append(episode)
-    return ReadResult(episodes, damaged, duplicates)
+    found = read_lines(path, Episode.model_validate, lambda e: e.key, "an episode")
+    return ReadResult(found.items, found.damaged_tail, found.duplicates)
 
 
-class EpisodeLog:
+class EpisodeLog(DurableLog):
     """Appends episodes to ``episodes.jsonl``; one writer per run."""
 
-    def __init__(self, path: Path):
-        self.path = path
-        self._fh: Any = None
+    def open(self, keep: list[Episode] | None = None, rewrite: bool = False) -> None:  # type: ignore[override]
+        super().open([e.line() for e in keep or []], rewrite)
 
-    def open(self, keep: list[Episode], rewrite: bool) -> None:
-        """Open for appending; with ``rewrite`` first replace the file (atomically) by ``keep``."""
-        if rewrite:
-            tmp = self.path.with_name(self.path.name + ".tmp")
-            with tmp.open("wb") as fh:
-                fh.write(b"".join(e.line() for e in keep))
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.path)
-        self._fh = self.path.open("ab")
-
-    def append(self, episode: Episode) -> None:
-        """The whole line in one write, then flush and fsync: a kill leaves at most a cut last line."""
-        if self._fh is None:
-            raise RuntimeError(f"{self.path}: not open")
-        self._fh.write(episode.line())
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
-
-    def close(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+    def append(self, episode: Episode) -> None:  # type: ignore[override]
+        super().append(episode.line())
