@@ -23,6 +23,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "doctor": ("hippocamp.cli.store", "doctor", "Which optional parts (OCR, speech, models) are installed."),
     "cache": ("hippocamp.cli.models", "cache", "The model request cache: stats and clear."),
     "synth": ("hippocamp.cli.synth", "synth", "Generate synthetic profiles with exact gold trajectories."),
+    "score": ("hippocamp.cli.score", "score", "Judge a run's answers and score its evidence (resumable)."),
+    "judge": ("hippocamp.cli.score", "judge_group", "Calibrate a judge against human labels and perturbations."),
     "import": ("hippocamp.cli.importers", "import_group", "Import a HippoCamp release or FinanceBench."),
     "run": ("hippocamp.cli.run", "run_cmd", "Run an agent over a suite's tasks into a resumable run directory."),
     "ask": ("hippocamp.cli.run", "ask", "Ask one question about a profile's files; the answer with its sources."),

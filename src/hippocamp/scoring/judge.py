@@ -31,7 +31,7 @@ from hippocamp.text.facts import DateFact, NumberFact, extract_facts, unsupporte
 
 __all__ = ["FactCheck", "Judge", "Judgment", "Panel", "Verdict", "check_facts", "cohen_kappa", "panel_agreement"]
 
-Mode = Literal["robust", "simple", "detailed"]
+Mode = Literal["robust", "simple", "detailed", "facts"]
 _PROMPTS = Path(__file__).parent / "prompts"
 
 
@@ -267,15 +267,17 @@ class Judge:
     attempts after a failed or unparsable judgment (the client already repairs bad JSON once)."""
 
     def __init__(self, model: Any, mode: Mode = "robust", retries: int = 1):
-        if mode not in ("robust", "simple", "detailed"):
-            raise ValueError(f"unknown judge mode {mode!r}; choose robust, simple or detailed")
+        if mode not in ("robust", "simple", "detailed", "facts"):
+            raise ValueError(f"unknown judge mode {mode!r}; choose robust, simple, detailed or facts")
+        if model is None and mode != "facts":
+            raise ValueError(f"the {mode} judge needs a model; the 'facts' mode runs without one")
         self.model = model
         self.mode = mode
         self.retries = retries
 
     @property
     def id(self) -> str:
-        return str(getattr(self.model, "id", self.model))
+        return "facts" if self.model is None else str(getattr(self.model, "id", self.model))
 
     def prompt(self, question: str, reference: str, response: str) -> str:
         template = "judge_simple.md" if self.mode == "simple" else "judge_detailed.md"
@@ -284,6 +286,8 @@ class Judge:
         return re.sub(r"\{(question|reference|response)\}", lambda m: values[m.group(1)], text)
 
     async def judge(self, question: str, reference: str, response: str) -> Judgment:
+        if self.mode == "facts":
+            return self._facts_only(question, reference, response)
         facts = check_facts(question, reference, response) if self.mode == "robust" else None
         if not (response or "").strip():
             return Judgment(False, 0, "no answer", self.mode, judge=self.id, decided_by="facts", facts=facts)
@@ -302,6 +306,22 @@ class Judge:
         if facts is not None and correct and facts.blocks:  # the check after the verdict (belt and braces)
             judgment.correct, judgment.score, judgment.decided_by = False, min(verdict.score, 1), "facts-override"
         return judgment
+
+    def _facts_only(self, question: str, reference: str, response: str) -> Judgment:
+        """No model: correct when every key fact of the reference is in the response and nothing
+        contradicts it; wrong when a fact is contradicted or missing; unscored when the reference
+        has no checkable fact (a judgment of prose needs a model)."""
+        facts = check_facts(question, reference, response)
+        base = {"mode": "facts", "judge": "facts", "decided_by": "facts", "facts": facts}
+        if not (response or "").strip():
+            return Judgment(False, 0, "no answer", **base)
+        if facts.blocks:
+            return Judgment(False, 1, "; ".join(facts.reasons()), **base)
+        if facts.missing:
+            return Judgment(False, 2, "missing " + ", ".join(facts.missing), **base)
+        if not facts.matched:
+            return Judgment(None, None, "", status="unscored", error="no checkable fact in the reference", **base)
+        return Judgment(True, 5, "all key facts present: " + ", ".join(facts.matched), **base)
 
     async def _ask(self, question: str, reference: str, response: str) -> tuple[Verdict | None, str | None, int]:
         messages = [{"role": "user", "content": self.prompt(question, reference, response)}]

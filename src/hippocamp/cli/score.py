@@ -1,0 +1,159 @@
+"""``hippocamp score`` (a run's answers and evidence, resumable) and ``hippocamp judge calibrate``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from hippocamp.cli._common import console, fail
+
+MODES = ["robust", "simple", "detailed", "facts"]
+
+
+def make_judge(judge: str | None, mode: str, panel: str | None) -> Any:
+    """A `Judge` (or `Panel`) from the command line; ``facts`` needs no model."""
+    from hippocamp.models import get_model
+    from hippocamp.scoring.judge import Judge, Panel
+
+    if mode == "facts":
+        return Judge(None, mode="facts")
+    if panel:
+        return Panel([Judge(get_model(spec.strip()), mode=mode) for spec in panel.split(",") if spec.strip()])  # type: ignore[arg-type]
+    if not judge:
+        from hippocamp.cli.run import _default_model
+
+        judge = _default_model()
+    return Judge(get_model(judge), mode=mode)  # type: ignore[arg-type]
+
+
+@click.command("score")
+@click.argument("run_dir", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--judge", default=None, help="Judge model (default: the embedded local model).")
+@click.option("--judge-mode", "mode", default="robust", show_default=True, type=click.Choice(MODES))
+@click.option("--panel", default=None, help="Several judge models, comma-separated: majority vote.")
+@click.option("--concurrency", default=4, show_default=True, type=int)
+@click.option("--slack", default=2.0, show_default=True, type=float, help="Seconds of slack for time-range units.")
+@click.option("--hippocamp-io", "io_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Score the release evaluator's input rows instead of a run directory.")  # fmt: skip
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="With --hippocamp-io: where to write the per-query JSON Lines (aggregate beside it).")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def score(run_dir: Path | None, judge: str | None, mode: str, panel: str | None, concurrency: int, slack: float,
+          io_file: Path | None, out: Path | None, as_json: bool) -> None:  # fmt: skip
+    """Judge every answer of RUN_DIR and score its evidence; writes scores.jsonl (resumable) and
+    scores.summary.json. With --hippocamp-io FILE, scores HippoCamp's evaluator rows instead."""
+    if (run_dir is None) == (io_file is None):
+        fail("give a RUN_DIR or --hippocamp-io FILE")
+    chosen = make_judge(judge, mode, panel)
+    if io_file is not None:
+        _score_io(io_file, out, chosen, concurrency, as_json)
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from hippocamp.scoring.run_scores import score_run
+
+    assert run_dir is not None
+    err = console(stderr=True)
+    with Progress(TextColumn("judging"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err,
+                  transient=True, disable=not err.is_terminal) as bar:  # fmt: skip
+        task = bar.add_task("judge", total=None)
+        try:
+            report = asyncio.run(
+                score_run(
+                    run_dir,
+                    chosen,
+                    concurrency=concurrency,
+                    slack=slack,
+                    progress=lambda d, t: bar.update(task, completed=d, total=t),
+                )
+            )
+        except (FileNotFoundError, ValueError) as exc:
+            fail(str(exc))
+    s = report.summary
+    if as_json:
+        click.echo(json.dumps(s, indent=2, ensure_ascii=False))
+        return
+    if report.missing_gold:
+        click.echo(f"warning: {len(report.missing_gold)} episodes have no gold record (not scored)", err=True)
+    overall = s["overall"]["mean"]
+    weighted = s["question_weighted"]["mean"]
+    click.echo(f"scored {report.scored} new, {report.skipped} already scored, {s['unscored']} unscored")
+    click.echo(f"accuracy: {_pct(overall)} (profile-balanced), {_pct(weighted)} (question-weighted)")
+    click.echo(f"file F1: {_pct(s['file_f1_hippocamp'])} (HippoCamp convention), {_pct(s['file_f1_set'])} (set)")
+    click.echo(f"atomic units: precision {_pct(s['au_precision'])}, recall {_pct(s['au_recall'])}")
+    for family, g in s["by_qa_type"].items():
+        click.echo(f"  {family}: {_pct(g['mean'])} of {g['n']}")
+    click.echo(f"wrote {run_dir / 'scores.jsonl'} and {run_dir / 'scores.summary.json'}")
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+def _score_io(io_file: Path, out: Path | None, judge: Any, concurrency: int, as_json: bool) -> None:
+    from hippocamp.scoring.hippocamp_io import read_rows, score_rows
+
+    try:
+        rows = read_rows(io_file)
+    except (OSError, ValueError) as exc:
+        fail(str(exc))
+    results, aggregate = asyncio.run(score_rows(rows, judge, concurrency))
+    out = out or io_file.with_name(io_file.stem + ".scored.jsonl")
+    out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in results), encoding="utf-8")
+    agg_path = out.with_name(out.stem + ".aggregate.json")
+    agg_path.write_text(json.dumps(aggregate, indent=2) + "\n", encoding="utf-8")
+    if as_json:
+        click.echo(json.dumps(aggregate, indent=2))
+    else:
+        click.echo(f"{aggregate['judged']}/{aggregate['n']} judged: accuracy {_pct(aggregate['accuracy'])}, "
+                   f"file F1 {_pct(aggregate['f1_score'])}; wrote {out} and {agg_path}")  # fmt: skip
+
+
+@click.group("judge")
+def judge_group() -> None:
+    """How far to trust a judge."""
+
+
+@judge_group.command("calibrate")
+@click.option("--labeled", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              multiple=True, help="Labeled answers (FinanceBench format); repeat for several files.")  # fmt: skip
+@click.option("--judge", default=None, help="Judge model (default: the embedded local model).")
+@click.option("--judge-mode", "mode", default="robust", show_default=True, type=click.Choice(MODES))
+@click.option("--self-test/--no-self-test", default=True, show_default=True,
+              help="Also perturb the gold answers and count false accepts.")  # fmt: skip
+@click.option("--concurrency", default=4, show_default=True, type=int)
+@click.option("--json", "as_json", is_flag=True)
+def calibrate(labeled: tuple[Path, ...], judge: str | None, mode: str, self_test: bool, concurrency: int,
+              as_json: bool) -> None:  # fmt: skip
+    """Agreement with human labels (accuracy, Cohen's kappa, false accepts and rejects) and the
+    false-accept rate on perturbed gold answers."""
+    from hippocamp.scoring.calibrate import agreement, load_labeled
+    from hippocamp.scoring.calibrate import self_test as run_self_test
+
+    try:
+        rows = [r for path in labeled for r in load_labeled(path)]
+    except (OSError, ValueError) as exc:
+        fail(str(exc))
+    chosen = make_judge(judge, mode, None)
+    result: dict[str, Any] = {"judge": chosen.id, "mode": mode, "rows": len(rows)}
+    result["agreement"] = asyncio.run(agreement(chosen, rows, concurrency)).as_dict()
+    if self_test:
+        golds = list({(r.question, r.reference): None for r in rows})
+        test = asyncio.run(run_self_test(chosen, golds, concurrency=concurrency))
+        result["self_test"] = test.__dict__
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+        return
+    a = result["agreement"]
+    click.echo(f"judge {chosen.id} ({mode}) on {a['n']} labeled answers ({a['unscored']} unscored):")
+    click.echo(f"  accuracy {_pct(a['accuracy'])}, kappa {a['kappa']:.3f}" if a["kappa"] is not None else
+               f"  accuracy {_pct(a['accuracy'])}")  # fmt: skip
+    click.echo(f"  false accepts {_pct(a['false_accept'])}, false rejects {_pct(a['false_reject'])}")
+    if self_test:
+        t = result["self_test"]
+        click.echo(f"  self-test: accepts gold {_pct(t['accepts_gold'])}; false accepts by perturbation: "
+                   + ", ".join(f"{k} {_pct(v)}" for k, v in t["false_accept"].items()))  # fmt: skip
