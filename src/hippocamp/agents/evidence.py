@@ -135,7 +135,8 @@ class EvidenceAgent:
                 score = 1.0 / (self.rrf_k + rank + 1)
                 old = fused.get(key)
                 fused[key] = ((old[0] if old else 0.0) + score, hit)
-        ranked = sorted(fused.values(), key=lambda item: -item[0])[: self.max_passages]
+        keep = min(self.max_passages, meter.budget.k + 2)  # a small budget (a small model's context) reads less
+        ranked = sorted(fused.values(), key=lambda item: -item[0])[:keep]
         return [
             Passage(
                 id=start + i + 1,
