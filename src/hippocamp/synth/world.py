@@ -200,8 +200,12 @@ def _email(first: str, last: str, domain: str) -> str:
     return f"{first.lower()}.{last.lower()}@{domain}"
 
 
-def _phone(rng: random.Random) -> str:
-    return f"+31 6 {rng.randint(1000, 9999)} {rng.randint(1000, 9999)}"
+_PHONE_PREFIX = {"Netherlands": "+31 6", "France": "+33 6", "United Kingdom": "+44 7700", "Portugal": "+351 91",
+                 "United States": "+1 512", "Australia": "+61 4", "Sweden": "+46 70"}  # fmt: skip
+
+
+def _phone(rng: random.Random, country: str = "Netherlands") -> str:
+    return f"{_PHONE_PREFIX.get(country, '+31 6')} {rng.randint(1000, 9999)} {rng.randint(1000, 9999)}"
 
 
 def _near(rng: random.Random, city: City, spread: float = 0.03) -> tuple[float, float]:
@@ -223,7 +227,7 @@ def build_world(seed: int, persona: str = "professional", months: int = 3) -> Wo
     people: dict[str, Person] = {}
 
     def add(pid: str, f: str, la: str, relation: str, dom: str = domain) -> None:
-        people[pid] = Person(pid, f, la, relation, _email(f, la, dom), _phone(rng))
+        people[pid] = Person(pid, f, la, relation, _email(f, la, dom), _phone(rng, city.country))
 
     add("me", first, last, "self")
     add("sibling", others_first[0], last, "sibling")
