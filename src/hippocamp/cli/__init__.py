@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "cache": ("hippocamp.cli.models", "cache", "The model request cache: stats and clear."),
     "synth": ("hippocamp.cli.synth", "synth", "Generate synthetic profiles with exact gold trajectories."),
     "score": ("hippocamp.cli.score", "score", "Judge a run's answers and score its evidence (resumable)."),
+    "report": ("hippocamp.cli.report", "report", "Markdown and HTML report of scored runs, compared pairwise."),
     "judge": ("hippocamp.cli.score", "judge_group", "Calibrate a judge against human labels and perturbations."),
     "import": ("hippocamp.cli.importers", "import_group", "Import a HippoCamp release or FinanceBench."),
     "run": ("hippocamp.cli.run", "run_cmd", "Run an agent over a suite's tasks into a resumable run directory."),

@@ -5,7 +5,10 @@ matplotlib is imported only when plotting, with the Agg backend, so nothing need
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import io
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,7 +19,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["plot_stats"]
+__all__ = ["AccuracyPanel", "plot_accuracy_panels", "plot_latency", "plot_stats"]
 
 _PROFILE_COLORS = ("#E7A9B9", "#9CCFAE", "#9EC6E8", "#C9B3E6", "#E8D59E", "#A9D8D8")
 _BENCHMARK_COLOR = "#F1C99E"
@@ -137,3 +140,103 @@ def _difficulty(ax: Axes, group: str, color: str, *, stats: DatasetStats) -> Non
     ax.set_xticks(range(0, 101, 10))
     ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
     _style(ax, group, "Difficulty score (0-100)")
+
+
+# -- run reports ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AccuracyPanel:
+    """One panel of grouped bars: accuracy (0-1, None when nothing was scored) per label and run."""
+
+    title: str
+    xlabel: str
+    labels: Sequence[str]
+    values: dict[str, Sequence[float | None]]
+    counts: dict[str, Sequence[int]]
+
+
+def _png(plt: Any, fig: Figure) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=_DPI)
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _run_color(i: int) -> str:
+    return _PROFILE_COLORS[i % len(_PROFILE_COLORS)]
+
+
+def plot_accuracy_panels(panels: Sequence[AccuracyPanel], title: str) -> bytes:
+    """Accuracy (%) as grouped bars, one colour per run and one panel each, as a PNG. A bar is labelled
+    with its accuracy and its count of scored questions; a group with none scored is marked "n=0"."""
+    plt = _pyplot()
+    ncols = min(len(panels), 3)
+    nrows = -(-len(panels) // ncols)
+    runs_n = max(1, *(len(p.values) for p in panels))
+    widths = [max(3.6, 1.0 + len(p.labels) * (0.45 + 0.32 * runs_n)) for p in panels]
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(min(18.0, max(6.4, sum(widths[:ncols]))), 4.4 * nrows), squeeze=False,
+        gridspec_kw={"width_ratios": widths[:ncols]} if nrows == 1 else None,
+    )  # fmt: skip
+    flat = list(axes.flat)
+    for ax, panel in zip(flat, panels, strict=False):
+        runs = list(panel.values)
+        width = 0.8 / max(1, len(runs))
+        for i, run in enumerate(runs):
+            xs = [j - 0.4 + width * (i + 0.5) for j in range(len(panel.labels))]
+            heights = [100.0 * v if v is not None else 0.0 for v in panel.values[run]]
+            bars = ax.bar(xs, heights, width=width * 0.92, color=_run_color(i), edgecolor=_EDGE, linewidth=0.7,
+                          label=run)  # fmt: skip
+            notes = [
+                f"{h:.0f}%\nn={n}" if v is not None else "n=0"
+                for h, v, n in zip(heights, panel.values[run], panel.counts[run], strict=True)
+            ]
+            ax.bar_label(bars, notes, fontsize=7 if len(runs) < 3 else 6, padding=2)
+        ticks = [label.replace("_", "\n") for label in panel.labels]
+        ax.set_xticks(range(len(panel.labels)), ticks, fontsize=8.5)
+        ax.set_ylim(0, 122)
+        ax.set_yticks(range(0, 101, 20))
+        ax.set_ylabel("Accuracy (%)")
+        ax.set_xlabel(panel.xlabel)
+        ax.set_title(panel.title, fontsize=12, fontweight="bold")
+        ax.grid(axis="y", linestyle="--", alpha=0.3)
+        ax.set_axisbelow(True)
+    for ax in flat[len(panels) :]:
+        ax.set_visible(False)
+    handles, names = flat[0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="upper right", fontsize=9, framealpha=0.9)
+    if len(panels) > 1:
+        fig.suptitle(title, fontsize=14, fontweight="bold", x=0.02, ha="left")
+    else:
+        flat[0].set_title(title, fontsize=13, fontweight="bold")
+    fig.tight_layout(rect=(0, 0, 1, 0.93 if len(panels) > 1 or len(panels[0].values) > 1 else 1))
+    return _png(plt, fig)
+
+
+def plot_latency(runs: Sequence[str], seconds: Sequence[Sequence[float]]) -> bytes:
+    """Seconds per episode, one box per run (log scale when they span over two decades), as a PNG."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(max(6.4, 1.6 + 1.9 * len(runs)), 4.2))
+    data = [list(s) or [math.nan] for s in seconds]
+    box = ax.boxplot(data, patch_artist=True, widths=0.55, medianprops={"color": _MEDIAN_COLOR, "linewidth": 1.8})
+    for i, patch in enumerate(box["boxes"]):
+        patch.set_facecolor(_run_color(i))
+        patch.set_edgecolor(_EDGE)
+    known = [v for s in seconds for v in s if v > 0]
+    if known and max(known) / min(known) > 100:
+        ax.set_yscale("log")
+    ax.set_xticks(range(1, len(runs) + 1), list(runs), rotation=15 if len(runs) > 3 else 0, fontsize=9)
+    ax.set_ylabel("Seconds per episode")
+    ax.set_title("Latency", fontsize=12, fontweight="bold")
+    ax.grid(axis="y", linestyle="--", alpha=0.3)
+    ax.set_axisbelow(True)
+    fig.tight_layout()
+    return _png(plt, fig)
