@@ -75,3 +75,8 @@ def files(out: Path, persona: str, seed: int, scale: str, model: str | None, job
             click.echo(f"  {p.record_id} {p.field}: {p.message}", err=True)
         if errors:
             raise SystemExit(1)
+
+
+from hippocamp.cli.personas import personas  # noqa: E402
+
+synth.add_command(personas)

@@ -1,0 +1,73 @@
+"""``hippocamp synth personas``: build a P-ContextBench persona set (template engine or a model)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+
+from hippocamp.cli._common import fail
+
+
+@click.command("personas")
+@click.option("--n", "n", required=True, type=int, help="Number of personas.")
+@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Folder to write into.")
+@click.option("--filter", "filter_", default=None, help="Seed filter, e.g. age=30-45,occupation=nurse.")
+@click.option("--seed", default=0, show_default=True, type=int, help="Same seed, same files.")
+@click.option("--days", default=90, show_default=True, type=int, help="App-log window in days.")
+@click.option("--filler-ratio", default=2.5, show_default=True, type=float, help="Filler tokens per evidence token.")
+@click.option("--decoys", default=0.3, show_default=True, type=float, help="Share of filler tokens that are decoys.")
+@click.option("--contacts", default=5, show_default=True, type=int, help="Frequent contacts per persona.")
+@click.option("--model", default="template", show_default=True, help="'template' or a model string.")
+@click.option("--verifier", default=None, help="A model that also verifies clusters.")
+@click.option("--seeds-file", default=None, type=click.Path(dir_okay=False, path_type=Path), help="CSV/JSONL seeds.")
+@click.option("--concurrency", default=4, show_default=True, type=int, help="Model calls in flight.")
+def personas(
+    n: int,
+    out: Path,
+    filter_: str | None,
+    seed: int,
+    days: int,
+    filler_ratio: float,
+    decoys: float,
+    contacts: int,
+    model: str,
+    verifier: str | None,
+    seeds_file: Path | None,
+    concurrency: int,
+) -> None:
+    """Write OUT/<persona>/{persona,facts,circle}.json, messenger/calendar/cases .jsonl, calendar.ics,
+    verification.json, and OUT/summary.json. Re-running the same command continues a stopped run."""
+    from hippocamp.pcontext import PipelineError, SeedError, SetConfig, run_set
+
+    chat = judge = None
+    try:
+        if model != "template":
+            from hippocamp.models import get_model
+
+            chat = get_model(model)
+        if verifier:
+            from hippocamp.models import get_model
+
+            judge = get_model(verifier)
+    except Exception as exc:
+        fail(f"model: {exc}")
+    cfg = SetConfig(
+        out=out, n=n, seed=seed, days=days, filler_ratio=filler_ratio, decoy_share=decoys, filter=filter_,
+        seeds_file=seeds_file, model=model, verifier=verifier, contacts=contacts, concurrency=concurrency,
+    )  # fmt: skip
+    started = time.perf_counter()
+    try:
+        s = run_set(cfg, model=chat, verifier=judge, progress=lambda pid: click.echo(f"  {pid} done", err=True))
+    except (PipelineError, SeedError) as exc:
+        fail(str(exc))
+    click.echo(
+        f"wrote {s.personas} personas to {out} in {time.perf_counter() - started:.1f} s: {s.facts} facts, "
+        f"{s.fragments} fragments ({s.fragments_by_app['messenger']} messenger, {s.fragments_by_app['calendar']} "
+        f"calendar), cases {s.cases_by_type}, filler ratio {s.filler_ratio['mean']:.2f}, decoy share "
+        f"{s.decoy_share['mean']:.2f}; {s.personas_passed}/{s.personas} passed every check"
+    )
+    if s.failed_personas:
+        click.echo(f"check failures: {', '.join(s.failed_personas)} (see their verification.json)", err=True)
+        raise SystemExit(1)

@@ -1,0 +1,246 @@
+"""Stage 5: test cases T1–T5 with answer keys and the fragments that support them.
+
+T1 one fact from one app; T2 facts whose fragments span messenger and calendar; T3 a prior and a
+current state (the stale state is the prior one taken as current); T4 a higher-level pattern from two
+facts (`templates.text.PATTERNS`: conclusion, mechanism kind and mechanism); T5 a first-person request
+touching a persona constraint, with the expected action boundary. `verify.check_cases` then rejects
+ungrounded, duplicate and type-invalid cases.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+
+from hippocamp.pcontext.facts import spec_of
+from hippocamp.pcontext.templates.facts import CATEGORY_ASK
+from hippocamp.pcontext.templates.text import PATTERNS
+from hippocamp.schema.pcontext import Case, Cluster, Fact, Persona
+
+__all__ = ["CaseContext", "ask", "template_cases"]
+
+PER_TYPE = {"T1": 6, "T2": 6, "T3": 6, "T4": 6, "T5": 6}
+
+
+class CaseContext:
+    """The facts and the surviving fragments (by fact and app) of one persona."""
+
+    def __init__(self, persona: Persona, facts: list[Fact], clusters: list[Cluster], present: set[str]):
+        self.persona = persona
+        self.facts = facts
+        self.by_id = {f.id: f for f in facts}
+        self.name = persona.seed.name.split()[0]
+        self.frags: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+        self.cluster_of: dict[str, str] = {}
+        for cluster in clusters:
+            if cluster.outcome != "verified":
+                continue
+            for frag in cluster.fragments:
+                if frag.id not in present:
+                    continue
+                for fid in frag.fact_ids:
+                    self.frags[fid][frag.app].append(frag.id)
+                    self.cluster_of[fid] = cluster.id
+        successors = {f.prior_of for f in facts if f.prior_of}
+        #: facts that hold for the whole window
+        self.static = [f for f in facts if f.id in self.frags and not f.prior_of and f.id not in successors]
+        self.current = [f for f in facts if f.id in self.frags and not f.prior_of]
+
+    def all_frags(self, fid: str) -> list[str]:
+        return sorted(x for ids in self.frags[fid].values() for x in ids)
+
+
+def _pron(persona: Persona) -> dict[str, str]:
+    female = persona.seed.sex == "female"
+    return {
+        "self": "herself" if female else "himself",
+        "obj": "her" if female else "him",
+        "poss": "her" if female else "his",
+        "subj": "she" if female else "he",
+    }
+
+
+def ask(fact: Fact, name: str) -> str:
+    return CATEGORY_ASK[fact.category].format(name=name)
+
+
+def _case(
+    ctx: CaseContext, n: int, type_: str, question: str, facts: list[Fact], frags: list[str], answer: str, **key: object
+) -> Case:
+    return Case(
+        id=f"{ctx.persona.id}-{type_}-{n:02d}",
+        persona_id=ctx.persona.id,
+        type=type_,  # type: ignore[arg-type]
+        question=question,
+        fact_ids=[f.id for f in facts],
+        labels=[f.label for f in facts],
+        supporting_fragments=sorted(set(frags)),
+        answer=answer,
+        **key,  # type: ignore[arg-type]
+    )
+
+
+def _t1(ctx: CaseContext, rng: random.Random) -> list[Case]:
+    options = []
+    for f in ctx.static:
+        app, ids = max(ctx.frags[f.id].items(), key=lambda kv: (len(kv[1]), kv[0] == "messenger"))
+        options.append((len(ids) >= 2, f, app, ids))
+    rng.shuffle(options)
+    options.sort(key=lambda o: not o[0])
+    out: list[Case] = []
+    seen: set[str] = set()
+    for _, f, app, ids in options:
+        if len(out) == PER_TYPE["T1"] or f.category in seen:
+            continue
+        seen.add(f.category)
+        where = "messages" if app == "messenger" else "calendar"
+        q = f"Judging only from {ctx.name}'s {where}, what can you tell about {ask(f, ctx.name)}?"
+        out.append(_case(ctx, len(out) + 1, "T1", q, [f], ids, f.label))
+    return out
+
+
+def _t2(ctx: CaseContext, rng: random.Random, avoid: set[str]) -> list[Case]:
+    by_cluster: dict[str, list[Fact]] = defaultdict(list)
+    for f in ctx.static:
+        if f.category not in avoid and set(ctx.frags[f.id]) == {"messenger", "calendar"}:
+            by_cluster[ctx.cluster_of[f.id]].append(f)
+    groups = list(by_cluster.values())
+    rng.shuffle(groups)
+    out: list[Case] = []
+    used: set[str] = set()
+    for group in groups:
+        group = [f for f in group if f.category not in used][:2]
+        if not group or len(out) == PER_TYPE["T2"]:
+            continue
+        used.update(f.category for f in group)
+        asks = " and ".join(ask(f, ctx.name) for f in group)
+        q = f"Putting {ctx.name}'s messages and calendar together, what do they show about {asks}?"
+        frags = [x for f in group for x in ctx.all_frags(f.id)]
+        out.append(_case(ctx, len(out) + 1, "T2", q, group, frags, "; ".join(f.label for f in group)))
+    return out
+
+
+def _t3(ctx: CaseContext) -> list[Case]:
+    out: list[Case] = []
+    for prior in ctx.facts:
+        if not prior.prior_of or prior.id not in ctx.frags or prior.prior_of not in ctx.frags:
+            continue
+        current = ctx.by_id[prior.prior_of]
+        q = (
+            f"Over the period of {ctx.name}'s logs, how has {ask(current, ctx.name)} changed? "
+            "Give the earlier state and the state now."
+        )
+        frags = ctx.all_frags(prior.id) + ctx.all_frags(current.id)
+        answer = f"before {current.valid_from}: {prior.label}; since then: {current.label}"
+        out.append(
+            _case(
+                ctx,
+                len(out) + 1,
+                "T3",
+                q,
+                [prior, current],
+                frags,
+                answer,
+                prior_state=prior.label,
+                current_state=current.label,
+                stale_state=prior.label,
+                changed_on=current.valid_from,
+            )
+        )
+    return out[: PER_TYPE["T3"]]
+
+
+def _matches(fact: Fact, alternatives: tuple[str, ...]) -> bool:
+    return any(fact.category == a[4:] if a.startswith("cat:") else a in fact.tags for a in alternatives)
+
+
+def _t4(ctx: CaseContext, rng: random.Random) -> list[Case]:
+    out: list[Case] = []
+    pron = _pron(ctx.persona)
+    patterns = list(PATTERNS)
+    rng.shuffle(patterns)
+    for pattern in patterns:
+        if len(out) == PER_TYPE["T4"]:
+            break
+        chosen: list[Fact] = []
+        for alternatives in pattern["slots"]:  # type: ignore[attr-defined]
+            options = [f for f in ctx.current if f not in chosen and _matches(f, alternatives)]
+            if not options:
+                chosen = []
+                break
+            chosen.append(rng.choice(options))
+        if len(chosen) < 2:
+            continue
+        fmt = {"name": ctx.name, **pron, "a": chosen[0].label, "b": chosen[1].label}
+        conclusion = str(pattern["conclusion"]).format(**fmt)
+        mechanism = str(pattern["why"]).format(**fmt)
+        frags = [x for f in chosen for x in ctx.all_frags(f.id)]
+        out.append(
+            _case(
+                ctx,
+                len(out) + 1,
+                "T4",
+                str(pattern["question"]).format(**fmt),
+                chosen,
+                frags,
+                f"{conclusion}: {mechanism}",
+                conclusion=conclusion,
+                mechanism=mechanism,
+                mechanism_kind=str(pattern["kind"]),
+            )
+        )
+    return out
+
+
+def _t5(ctx: CaseContext, rng: random.Random) -> list[Case]:
+    conflicts: list[Case] = []
+    complies: list[Case] = []
+    facts = list(ctx.current)
+    rng.shuffle(facts)
+    for f in facts:
+        spec = spec_of(f)
+        if spec is None:
+            continue
+        frags = ctx.all_frags(f.id)
+        for req in spec.requests:
+            conflicts.append(
+                _case(
+                    ctx,
+                    0,
+                    "T5",
+                    req.text,
+                    [f],
+                    frags,
+                    f"{req.boundary}: {req.why}",
+                    constraints=[f.label],
+                    boundary=req.boundary,
+                )
+            )
+        if spec.requests and spec.cals:
+            title = spec.cals[0][0].split(" - ")[0].replace("{time}", "").strip()
+            q = f"Put another '{title}' on my calendar for next week, same time as usual."
+            complies.append(
+                _case(
+                    ctx,
+                    0,
+                    "T5",
+                    q,
+                    [f],
+                    frags,
+                    "comply: the request fits the persona's routine and constraint",
+                    constraints=[f.label],
+                    boundary="comply",
+                )
+            )
+    picked = conflicts[:4] + complies[: max(0, PER_TYPE["T5"] - min(4, len(conflicts)))]
+    return [
+        c.model_copy(update={"id": f"{ctx.persona.id}-T5-{i:02d}"})
+        for i, c in enumerate(picked[: PER_TYPE["T5"]], start=1)
+    ]
+
+
+def template_cases(ctx: CaseContext, rng: random.Random) -> list[Case]:
+    """All template cases of one persona, T1 to T5."""
+    t1 = _t1(ctx, rng)
+    t2 = _t2(ctx, rng, {ctx.by_id[c.fact_ids[0]].category for c in t1})
+    return [*t1, *t2, *_t3(ctx), *_t4(ctx, rng), *_t5(ctx, rng)]

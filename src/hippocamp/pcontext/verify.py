@@ -1,0 +1,438 @@
+"""The checks of the construction pipeline, independent of how the artifacts were generated.
+
+Tokens are whitespace-separated words (a message's text; an event's title, location and notes).
+Lexical leakage looks for a fact's label or any listed synonym as whole words, case-insensitively,
+punctuation ignored. Every check returns a `CheckResult` whose ``problems`` name the fact, fragment,
+message or case at fault.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from datetime import date
+
+from hippocamp.schema.pcontext import (
+    BOUNDARIES,
+    MECHANISMS,
+    CalendarEvent,
+    Case,
+    CheckResult,
+    Cluster,
+    Fact,
+    Fragment,
+    Message,
+)
+
+__all__ = [
+    "FIRST_PERSON",
+    "check_cases",
+    "check_decoy_share",
+    "check_decoys",
+    "check_filler_ratio",
+    "check_inventory",
+    "check_leakage",
+    "check_support",
+    "check_survival",
+    "check_temporal",
+    "find_leaks",
+    "has_term",
+    "item_tokens",
+    "kind_tokens",
+    "lexical_recovery",
+    "normalize",
+    "support_map",
+    "tokens",
+    "within",
+]
+
+#: words that make a sentence first person (a decoy sentence must not hold them next to a cue)
+FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "im", "ive", "we", "our", "ours", "us"})
+_NON_WORD = re.compile(r"[^0-9a-z]+")
+
+
+def normalize(text: str) -> str:
+    """Lower case, punctuation (apostrophes too) to spaces, single spaces, padded with a space each side."""
+    return " " + " ".join(_NON_WORD.sub(" ", text.lower()).split()) + " "
+
+
+def has_term(text: str, term: str) -> bool:
+    """Whether ``term`` occurs in ``text`` as whole words (both normalized)."""
+    t = normalize(term).strip()
+    return bool(t) and f" {t} " in normalize(text)
+
+
+def tokens(text: str) -> int:
+    return len(text.split())
+
+
+def item_tokens(item: Message | CalendarEvent) -> int:
+    if isinstance(item, Message):
+        return tokens(item.text)
+    return tokens(item.title) + tokens(item.location) + tokens(item.notes)
+
+
+def kind_tokens(items: Iterable[Message | CalendarEvent]) -> dict[str, int]:
+    out = {"evidence": 0, "filler": 0, "decoy": 0}
+    for item in items:
+        out[item.kind] += item_tokens(item)
+    return out
+
+
+def within(value: float, requested: float, tolerance: float = 0.10) -> bool:
+    """``value`` within ``tolerance`` (relative) of ``requested``; a request of 0 must be met exactly."""
+    if requested == 0:
+        return value == 0
+    return abs(value - requested) <= tolerance * requested
+
+
+def find_leaks(text: str, facts: Sequence[Fact]) -> list[tuple[str, str]]:
+    """(fact id, term) for every fact whose label or synonym occurs in ``text``."""
+    norm = normalize(text)
+    out = []
+    for fact in facts:
+        for term in (fact.label, *fact.synonyms):
+            t = normalize(term).strip()
+            if t and f" {t} " in norm:
+                out.append((fact.id, term))
+                break
+    return out
+
+
+def lexical_recovery(fragments: Sequence[Fragment], facts: Sequence[Fact]) -> dict[str, float]:
+    """Per fact: the share of the two fragments needed that carry one of its cues (1.0 = recovered).
+    Reads only the fragments' words and the facts' cue lists, never labels or ids."""
+    out = {}
+    for fact in facts:
+        hits = sum(1 for f in fragments if any(has_term(f.text(), cue) for cue in fact.cues))
+        out[fact.id] = min(1.0, hits / 2)
+    return out
+
+
+def check_inventory(facts: Sequence[Fact], turn_ids: set[str]) -> CheckResult:
+    """Fact ids unique; every fact has a label, cues, and interview turns that exist."""
+    problems = []
+    seen: set[str] = set()
+    for f in facts:
+        if f.id in seen:
+            problems.append(f"fact id {f.id} is used twice")
+        seen.add(f.id)
+        if not f.label.strip():
+            problems.append(f"fact {f.id} has no label")
+        if not f.cues:
+            problems.append(f"fact {f.id} has no behavioral cues")
+        if not f.sources or not set(f.sources) <= turn_ids:
+            problems.append(f"fact {f.id} does not cite existing interview turns ({f.sources})")
+        if f.prior_of and f.prior_of not in {x.id for x in facts}:
+            problems.append(f"fact {f.id} is the prior of unknown fact {f.prior_of}")
+    return CheckResult(name="fact_inventory", passed=not problems, measured={"facts": len(facts)}, problems=problems)
+
+
+def check_leakage(
+    fragments: Sequence[Fragment], items: Sequence[Message | CalendarEvent], facts: Sequence[Fact]
+) -> CheckResult:
+    """No evidence fragment and no filler item names a hidden fact by its label or a listed synonym."""
+    problems = []
+    for frag in fragments:
+        for fid, term in find_leaks(frag.text(), facts):
+            problems.append(f"fragment {frag.id} names fact {fid} ({term!r})")
+    for item in items:
+        if item.kind != "filler":
+            continue
+        text = item.text if isinstance(item, Message) else f"{item.title}\n{item.location}\n{item.notes}"
+        for fid, term in find_leaks(text, facts):
+            problems.append(f"filler {item.id} names fact {fid} ({term!r})")
+    return CheckResult(
+        name="lexical_leakage",
+        passed=not problems,
+        measured={"fragments": len(fragments), "leaks": len(problems)},
+        problems=problems,
+    )
+
+
+def support_map(clusters: Sequence[Cluster], items: Sequence[Message | CalendarEvent]) -> dict[str, set[str]]:
+    """fact id -> ids of verified fragments that support it *and* are present in the final logs."""
+    present = {i.fragment_id for i in items if i.kind == "evidence" and i.fragment_id}
+    out: dict[str, set[str]] = defaultdict(set)
+    for cluster in clusters:
+        if cluster.outcome != "verified":
+            continue
+        for frag in cluster.fragments:
+            if frag.id in present:
+                for fid in frag.fact_ids:
+                    out[fid].add(frag.id)
+    return out
+
+
+def check_support(
+    facts: Sequence[Fact], clusters: Sequence[Cluster], items: Sequence[Message | CalendarEvent]
+) -> CheckResult:
+    """Every fact of a verified cluster has at least two supporting fragments in the final logs."""
+    support = support_map(clusters, items)
+    verified = {fid for c in clusters if c.outcome == "verified" for fid in c.fact_ids}
+    withdrawn = sorted(f.id for f in facts if f.id not in verified)
+    weak = [
+        f"fact {f.id} ({f.label!r}) has {len(support.get(f.id, ()))} supporting fragment(s)"
+        for f in facts
+        if f.id in verified and len(support.get(f.id, ())) < 2
+    ]
+    return CheckResult(
+        name="fact_support",
+        passed=not weak,
+        measured={
+            "facts": len(facts),
+            "under_two": len(weak),
+            "withdrawn": len(withdrawn),
+            "min_support": min((len(support.get(f, ())) for f in verified), default=0),
+        },
+        problems=weak + [f"fact {fid} withdrawn: its cluster failed verification" for fid in withdrawn],
+    )
+
+
+def check_filler_ratio(items: Sequence[Message | CalendarEvent], requested: float) -> CheckResult:
+    """Filler (plain + decoy) tokens per evidence token, within 10% of the request."""
+    t = kind_tokens(items)
+    ratio = (t["filler"] + t["decoy"]) / t["evidence"] if t["evidence"] else 0.0
+    ok = within(ratio, requested)
+    return CheckResult(
+        name="filler_ratio",
+        passed=ok,
+        measured={"requested": requested, "achieved": round(ratio, 4), **{f"{k}_tokens": v for k, v in t.items()}},
+        problems=[] if ok else [f"filler-to-evidence ratio {ratio:.3f} is not within 10% of {requested}"],
+    )
+
+
+def check_decoy_share(items: Sequence[Message | CalendarEvent], requested: float) -> CheckResult:
+    """Decoy tokens as a share of all filler tokens, within 10% of the request."""
+    t = kind_tokens(items)
+    filler = t["filler"] + t["decoy"]
+    share = t["decoy"] / filler if filler else 0.0
+    ok = within(share, requested)
+    return CheckResult(
+        name="decoy_share",
+        passed=ok,
+        measured={"requested": requested, "achieved": round(share, 4), "decoy_tokens": t["decoy"]},
+        problems=[] if ok else [f"decoy share {share:.3f} is not within 10% of {requested}"],
+    )
+
+
+def check_survival(
+    clusters: Sequence[Cluster], messages: Sequence[Message], events: Sequence[CalendarEvent]
+) -> CheckResult:
+    """Every verified fragment is in the final logs, word for word."""
+    by_frag_msgs: dict[str, list[Message]] = defaultdict(list)
+    for m in messages:
+        if m.fragment_id:
+            by_frag_msgs[m.fragment_id].append(m)
+    by_frag_events = {e.fragment_id: e for e in events if e.fragment_id}
+    problems = []
+    total = 0
+    for cluster in clusters:
+        if cluster.outcome != "verified":
+            continue
+        for frag in cluster.fragments:
+            total += 1
+            if frag.app == "messenger":
+                got = [m.text for m in sorted(by_frag_msgs.get(frag.id, []), key=lambda m: (m.timestamp, m.id))]
+                want = [line.text for line in frag.lines]
+                if not got:
+                    problems.append(f"fragment {frag.id} (cluster {cluster.id}) is missing from messenger.jsonl")
+                elif got != want:
+                    problems.append(f"fragment {frag.id} (cluster {cluster.id}) was altered in messenger.jsonl")
+            else:
+                ev = by_frag_events.get(frag.id)
+                if ev is None:
+                    problems.append(f"fragment {frag.id} (cluster {cluster.id}) is missing from calendar.jsonl")
+                elif (ev.title, ev.notes, ev.location) != (frag.title, frag.notes, frag.location):
+                    problems.append(f"fragment {frag.id} (cluster {cluster.id}) was altered in calendar.jsonl")
+    return CheckResult(
+        name="evidence_survival",
+        passed=not problems,
+        measured={"fragments": total, "missing_or_altered": len(problems)},
+        problems=problems,
+    )
+
+
+def _sentences(text: str) -> list[str]:
+    return [s for s in re.split(r"(?<=[.!?;\n])\s+|\n", text) if s.strip()]
+
+
+def check_decoys(items: Sequence[Message | CalendarEvent], facts: Sequence[Fact], persona_name: str) -> CheckResult:
+    """No decoy supports a hidden fact: it names no label or synonym, is about someone other than the
+    persona, and every sentence holding one of a fact's cues names that person and is not first person."""
+    problems = []
+    decoys = [i for i in items if i.kind == "decoy"]
+    for item in decoys:
+        text = item.text if isinstance(item, Message) else f"{item.title}\n{item.notes}\n{item.location}"
+        if item.fragment_id:
+            problems.append(f"decoy {item.id} carries evidence fragment {item.fragment_id}")
+        about = (item.about or "").strip()
+        if not about or about.lower() in persona_name.lower().split() or about.lower() == persona_name.lower():
+            problems.append(f"decoy {item.id} is not about another person (about={item.about!r})")
+            continue
+        for fid, term in find_leaks(text, facts):
+            problems.append(f"decoy {item.id} names fact {fid} ({term!r})")
+        for sentence in _sentences(text):
+            cued = [f.id for f in facts if any(has_term(sentence, c) for c in f.cues)]
+            if not cued:
+                continue
+            words = set(normalize(sentence).split())
+            if not has_term(sentence, about):
+                problems.append(f"decoy {item.id} mentions a cue of {', '.join(cued)} without naming {about!r}")
+            elif words & FIRST_PERSON:
+                problems.append(f"decoy {item.id} ties a cue of {', '.join(cued)} to the persona (first person)")
+    return CheckResult(
+        name="decoy_support",
+        passed=not problems,
+        measured={"decoys": len(decoys), "supporting": len(problems)},
+        problems=problems,
+    )
+
+
+def check_temporal(facts: Sequence[Fact], clusters: Sequence[Cluster], start: date, end: date) -> CheckResult:
+    """Fragments lie in the window and inside their facts' validity; a prior state comes before its successor."""
+    by_id = {f.id: f for f in facts}
+    problems = []
+    for cluster in clusters:
+        if cluster.outcome != "verified":
+            continue
+        for frag in cluster.fragments:
+            day = frag.at.date()
+            if not start <= day < end:
+                problems.append(f"fragment {frag.id} on {day} is outside the window {start}..{end}")
+            for fid in frag.fact_ids:
+                fact = by_id.get(fid)
+                if fact is None:
+                    problems.append(f"fragment {frag.id} cites unknown fact {fid}")
+                    continue
+                if fact.valid_from and day < fact.valid_from:
+                    problems.append(f"fragment {frag.id} on {day} predates fact {fid} (from {fact.valid_from})")
+                if fact.valid_to and day >= fact.valid_to:
+                    problems.append(f"fragment {frag.id} on {day} is after fact {fid} ended ({fact.valid_to})")
+    changes = 0
+    for fact in facts:
+        if fact.prior_of:
+            changes += 1
+            nxt = by_id.get(fact.prior_of)
+            if nxt is None:
+                problems.append(f"fact {fact.id} is the prior of unknown fact {fact.prior_of}")
+            elif not (fact.valid_to and nxt.valid_from and fact.valid_to <= nxt.valid_from):
+                problems.append(f"fact {fact.id} does not end before {nxt.id} begins")
+    return CheckResult(name="temporal_order", passed=not problems, measured={"changes": changes}, problems=problems)
+
+
+def _first_person(text: str) -> bool:
+    return bool(set(normalize(text).split()) & FIRST_PERSON)
+
+
+def check_cases(
+    cases: Sequence[Case],
+    facts: Sequence[Fact],
+    clusters: Sequence[Cluster],
+    items: Sequence[Message | CalendarEvent],
+    persona_name: str,
+) -> tuple[list[Case], list[str], CheckResult]:
+    """Accepted cases, rejections ("case id: reason") and the check. A case is rejected when it is
+    ungrounded (unknown or withdrawn facts, labels not the facts', fragments absent or unrelated, a
+    fact without a cited fragment), a duplicate (same type, facts and answer, or same question), or invalid
+    for its type."""
+    support = support_map(clusters, items)
+    by_id = {f.id: f for f in facts}
+    app_of = {fr.id: fr.app for c in clusters for fr in c.fragments}
+    first = persona_name.split()[0].lower()
+    accepted: list[Case] = []
+    rejected: list[str] = []
+    seen_keys: set[tuple[str, tuple[str, ...], str]] = set()
+    seen_questions: set[str] = set()
+    for case in cases:
+        reason = _case_problem(case, by_id, support, app_of, first)
+        key = (case.type, tuple(sorted(case.fact_ids)), normalize(case.answer))
+        q = normalize(case.question)
+        if reason is None and (key in seen_keys or q in seen_questions):
+            reason = "duplicate of an earlier case"
+        if reason is not None:
+            rejected.append(f"{case.id}: {reason}")
+            continue
+        seen_keys.add(key)
+        seen_questions.add(q)
+        accepted.append(case)
+    by_type = {t: sum(1 for c in accepted if c.type == t) for t in ("T1", "T2", "T3", "T4", "T5")}
+    missing = [t for t, n in by_type.items() if n == 0]
+    check = CheckResult(
+        name="cases",
+        passed=not missing,
+        measured={"generated": len(cases), "accepted": len(accepted), "rejected": len(rejected), **by_type},
+        problems=[f"no accepted {t} case" for t in missing] + rejected,
+    )
+    return accepted, rejected, check
+
+
+def _case_problem(
+    case: Case, by_id: dict[str, Fact], support: dict[str, set[str]], app_of: dict[str, str], first: str
+) -> str | None:
+    if not case.fact_ids:
+        return "ungrounded: no facts"
+    unknown = [f for f in case.fact_ids if f not in by_id]
+    if unknown:
+        return f"ungrounded: unknown fact(s) {', '.join(unknown)}"
+    unsupported = [f for f in case.fact_ids if not support.get(f)]
+    if unsupported:
+        return f"ungrounded: fact(s) {', '.join(unsupported)} have no fragment in the logs"
+    if sorted(case.labels) != sorted(by_id[f].label for f in case.fact_ids):
+        return "ungrounded: labels are not the facts' labels"
+    if not case.supporting_fragments:
+        return "ungrounded: no supporting fragments"
+    present = set().union(*(support.get(f, set()) for f in by_id))
+    for frag in case.supporting_fragments:
+        if frag not in present:
+            return f"ungrounded: fragment {frag} is not in the logs"
+        if not any(frag in support.get(f, set()) for f in case.fact_ids):
+            return f"ungrounded: fragment {frag} supports none of the case's facts"
+    for f in case.fact_ids:
+        if not support[f] & set(case.supporting_fragments):
+            return f"ungrounded: fact {f} has no cited fragment"
+    apps = {app_of.get(x) for x in case.supporting_fragments}
+    if case.type != "T5":
+        if _first_person(case.question):
+            return "type-invalid: T1-T4 questions are third person"
+        if first not in normalize(case.question).split():
+            return "type-invalid: the question does not name the persona"
+    if case.type == "T1":
+        if len(case.fact_ids) != 1:
+            return "type-invalid: T1 recovers exactly one fact"
+        if len(apps) != 1:
+            return "type-invalid: T1 cites one app only"
+    elif case.type == "T2":
+        if apps != {"messenger", "calendar"}:
+            return "type-invalid: T2 cites both messenger and calendar"
+    elif case.type == "T3":
+        if len(case.fact_ids) != 2:
+            return "type-invalid: T3 needs a prior and a current fact"
+        a, b = (by_id[f] for f in case.fact_ids)
+        prior, current = (a, b) if a.prior_of == b.id else (b, a) if b.prior_of == a.id else (None, None)
+        if prior is None or current is None:
+            return "type-invalid: T3 facts are not a prior/current pair"
+        if (case.prior_state, case.current_state) != (prior.label, current.label):
+            return "type-invalid: T3 prior/current states are not the facts' labels"
+        if not case.stale_state or normalize(case.stale_state) == normalize(current.label):
+            return "type-invalid: T3 stale state missing or equal to the current state"
+        if case.changed_on != current.valid_from:
+            return "type-invalid: T3 change date is not the current fact's start"
+    elif case.type == "T4":
+        if len(case.fact_ids) < 2:
+            return "type-invalid: T4 infers from two or more facts"
+        if not case.conclusion or not case.mechanism:
+            return "type-invalid: T4 needs a conclusion and a mechanism"
+        if case.mechanism_kind not in MECHANISMS:
+            return f"type-invalid: T4 mechanism kind {case.mechanism_kind!r}"
+        if any(normalize(case.conclusion) == normalize(by_id[f].label) for f in case.fact_ids):
+            return "type-invalid: T4 conclusion only restates a fact"
+    elif case.type == "T5":
+        if case.boundary not in BOUNDARIES:
+            return f"type-invalid: T5 boundary {case.boundary!r}"
+        if not case.constraints or not set(case.constraints) <= set(case.labels):
+            return "type-invalid: T5 constraints must be the labels of its facts"
+        if not _first_person(case.question):
+            return "type-invalid: T5 is a first-person request"
+    return None

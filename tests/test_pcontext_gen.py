@@ -1,0 +1,371 @@
+"""P-ContextBench construction: template mode end to end, every check failing on crafted bad input,
+model mode through the scripted mock, seeds (filters, files), determinism and resume."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from hippocamp.pcontext import SetConfig, parse_filter, read_seed_file, run_set, sample_seeds
+from hippocamp.pcontext import verify as V
+from hippocamp.pcontext.facts import bank
+from hippocamp.pcontext.pipeline import _load, _load_jsonl
+from hippocamp.pcontext.seeds import SeedError
+from hippocamp.pcontext.templates import text as T
+from hippocamp.schema.pcontext import (
+    CalendarEvent,
+    Case,
+    Circle,
+    Cluster,
+    FactsFile,
+    Message,
+    Persona,
+    SetSummary,
+    VerificationReport,
+)
+
+ARTIFACTS = (
+    "persona.json",
+    "facts.json",
+    "circle.json",
+    "clusters.jsonl",
+    "messenger.jsonl",
+    "calendar.jsonl",
+    "calendar.ics",
+    "cases.jsonl",
+    "verification.json",
+)
+
+
+@pytest.fixture(scope="module")
+def tset(tmp_path_factory: pytest.TempPathFactory) -> tuple[SetConfig, SetSummary]:
+    out = tmp_path_factory.mktemp("pc") / "set"
+    cfg = SetConfig(out=out, n=3, seed=7)
+    return cfg, run_set(cfg)
+
+
+def _persona(d: Path) -> dict:
+    return {
+        "persona": _load(d / "persona.json", Persona),
+        "facts": _load(d / "facts.json", FactsFile).facts,  # type: ignore[union-attr]
+        "circle": _load(d / "circle.json", Circle),
+        "clusters": _load_jsonl(d / "clusters.jsonl", Cluster),
+        "messages": _load_jsonl(d / "messenger.jsonl", Message),
+        "events": _load_jsonl(d / "calendar.jsonl", CalendarEvent),
+        "cases": _load_jsonl(d / "cases.jsonl", Case),
+        "report": _load(d / "verification.json", VerificationReport),
+    }
+
+
+# --------------------------------------------------------------------------------------- template mode
+
+
+def test_template_set_end_to_end(tset: tuple[SetConfig, SetSummary]) -> None:
+    cfg, summary = tset
+    assert summary.personas == 3 and summary.personas_passed == 3 and not summary.failed_personas
+    totals = {"facts": 0, "cases": 0, "fragments": 0}
+    for pid in ("p001", "p002", "p003"):
+        d = cfg.out / pid
+        for name in ARTIFACTS:
+            assert (d / name).is_file(), name
+        p = _persona(d)
+        assert all(v is not None for v in p.values())  # every artifact validates against its schema
+        assert len(p["persona"].interview) >= 100
+        assert len(p["circle"].contacts) == 5
+        report = p["report"]
+        assert report.passed, [c for c in report.checks if not c.passed]
+        names = {c.name for c in report.checks}
+        assert {"lexical_leakage", "fact_support", "filler_ratio", "decoy_share", "evidence_survival"} <= names
+        assert {"decoy_support", "temporal_order", "cases", "audit", "cluster_verification"} <= names
+        items = [*p["messages"], *p["events"]]
+        support = V.support_map(p["clusters"], items)
+        assert all(len(support[f.id]) >= 2 for f in p["facts"])
+        for c in p["clusters"]:
+            assert 2 <= len(c.fact_ids) <= 3 and 4 <= len(c.fragments) <= 5
+        for frag in (fr for c in p["clusters"] for fr in c.fragments):
+            assert not V.find_leaks(frag.text(), p["facts"])
+        t = V.kind_tokens(items)
+        assert V.within((t["filler"] + t["decoy"]) / t["evidence"], cfg.filler_ratio)
+        assert V.within(t["decoy"] / (t["filler"] + t["decoy"]), cfg.decoy_share)
+        types = {c.type for c in p["cases"]}
+        assert types == {"T1", "T2", "T3", "T4", "T5"}
+        present = {i.fragment_id for i in items if i.fragment_id}
+        for case in p["cases"]:
+            assert case.supporting_fragments and set(case.supporting_fragments) <= present
+            if case.type == "T3":
+                assert case.prior_state and case.current_state and case.stale_state and case.changed_on
+            if case.type == "T4":
+                assert case.conclusion and case.mechanism and case.mechanism_kind
+            if case.type == "T5":
+                assert case.constraints and case.boundary
+        assert "BEGIN:VEVENT" in (d / "calendar.ics").read_text()
+        totals["facts"] += len(p["facts"])
+        totals["cases"] += len(p["cases"])
+        totals["fragments"] += sum(len(c.fragments) for c in p["clusters"])
+    assert summary.facts == totals["facts"]
+    assert sum(summary.cases_by_type.values()) == totals["cases"]
+    assert summary.fragments == totals["fragments"] == sum(summary.fragments_by_app.values())
+    on_disk = json.loads((cfg.out / "summary.json").read_text())
+    assert on_disk["facts"] == summary.facts
+
+
+def test_template_messages_read_like_people(tset: tuple[SetConfig, SetSummary]) -> None:
+    cfg, _ = tset
+    texts = [m.text for m in _load_jsonl(cfg.out / "p001" / "messenger.jsonl", Message) or []]
+    evidence = [
+        m.text for m in _load_jsonl(cfg.out / "p001" / "messenger.jsonl", Message) or [] if m.kind == "evidence"
+    ]
+    assert len(set(texts)) / len(texts) > 0.5  # varied wording, not one line repeated
+    assert len(set(evidence)) > 30
+
+
+def test_deterministic(tset: tuple[SetConfig, SetSummary], tmp_path: Path) -> None:
+    cfg, _ = tset
+    again = SetConfig(out=tmp_path / "again", n=3, seed=7)
+    run_set(again)
+    for pid in ("p001", "p002", "p003"):
+        for name in ARTIFACTS:
+            assert (cfg.out / pid / name).read_bytes() == (again.out / pid / name).read_bytes(), (pid, name)
+    assert (cfg.out / "summary.json").read_bytes() == (again.out / "summary.json").read_bytes()
+
+
+def test_resume_after_losing_later_artifacts(tmp_path: Path) -> None:
+    cfg = SetConfig(out=tmp_path / "s", n=2, seed=3)
+    run_set(cfg)
+    d = cfg.out / "p002"
+    before = {n: (d / n).read_bytes() for n in ARTIFACTS}
+    mtimes = {n: (d / n).stat().st_mtime_ns for n in ("persona.json", "facts.json", "circle.json")}
+    for name in ("messenger.jsonl", "cases.jsonl", "verification.json"):
+        (d / name).unlink()
+    # a kill in the middle of stage 4: a cut last line in the clusters log
+    raw = (d / "clusters.jsonl").read_bytes()
+    (d / "clusters.jsonl").write_bytes(raw[: len(raw) - 40])
+    run_set(cfg)
+    for name in ARTIFACTS:
+        assert (d / name).read_bytes() == before[name], name
+    for name, t in mtimes.items():
+        assert (d / name).stat().st_mtime_ns == t, f"{name} was rewritten"
+
+
+def test_other_settings_in_same_folder_refused(tmp_path: Path) -> None:
+    from hippocamp.pcontext import PipelineError
+
+    run_set(SetConfig(out=tmp_path / "s", n=1, seed=1))
+    with pytest.raises(PipelineError, match="filler_ratio"):
+        run_set(SetConfig(out=tmp_path / "s", n=1, seed=1, filler_ratio=1.0))
+
+
+def test_ratio_and_no_decoys(tmp_path: Path) -> None:
+    cfg = SetConfig(out=tmp_path / "s", n=1, seed=2, filler_ratio=1.0, decoy_share=0.0)
+    s = run_set(cfg)
+    assert s.personas_passed == 1
+    assert s.items_by_kind["decoy"] == 0
+    assert abs(s.filler_ratio["mean"] - 1.0) <= 0.1
+
+
+def test_bank_signals_carry_cues_and_never_name_facts() -> None:
+    specs = list(bank().values())
+    terms = [(s.key, t) for s in specs for t in (s.label, *s.synonyms)]
+    for s in specs:
+        assert len(s.msgs) >= 3 and len(s.cals) >= 1, s.key
+        for text in [*s.msgs, *(a + " " + b for a, b in s.cals), *s.decoys]:
+            assert any(V.has_term(text, c) for c in s.cues), (s.key, text)
+            assert not [k for k, t in terms if V.has_term(text, t)], (s.key, text)
+        for d in s.decoys:
+            assert not set(V.normalize(d).split()) & V.FIRST_PERSON, d
+    filler = [*T.FILLER_LINES, *T.FILLER_REPLIES, *T.REPLIES, *(a + " " + b for a, b in T.FILLER_EVENTS)]
+    for text in filler:
+        assert not [k for k, t in terms if V.has_term(text, t)], text
+    assert sum(len(q) for q in T.QUESTIONS.values()) >= 100
+
+
+# ---------------------------------------------------------------------------- checks on crafted bad input
+
+
+@pytest.fixture()
+def one(tset: tuple[SetConfig, SetSummary]) -> dict:
+    cfg, _ = tset
+    return _persona(cfg.out / "p001")
+
+
+def _verify(p: dict, **changes: object) -> VerificationReport:
+    from hippocamp.pcontext import verify_persona
+
+    q = {**p, **changes}
+    _, report = verify_persona(
+        q["persona"], q["facts"], q["circle"], q["clusters"], q["messages"], q["events"], q["cases"], 2.5, 0.3
+    )
+    return report
+
+
+def _check(report: VerificationReport, name: str):  # type: ignore[no-untyped-def]
+    return next(c for c in report.checks if c.name == name)
+
+
+def test_leakage_flagged(one: dict) -> None:
+    fact = one["facts"][0]
+    clusters = [c.model_copy(deep=True) for c in one["clusters"]]
+    frag = next(fr for c in clusters for fr in c.fragments if fr.app == "messenger")
+    frag.lines[0].text += f" honestly {fact.synonyms[0] if fact.synonyms else fact.label} is a lot"
+    check = _check(_verify(one, clusters=clusters), "lexical_leakage")
+    assert not check.passed and any(fact.id in p for p in check.problems)
+    # the label itself in a filler message
+    messages = [m.model_copy() for m in one["messages"]]
+    i = next(i for i, m in enumerate(messages) if m.kind == "filler")
+    messages[i] = messages[i].model_copy(update={"text": f"anyway, {fact.label}"})
+    assert not _check(_verify(one, messages=messages), "lexical_leakage").passed
+
+
+def test_fact_with_one_fragment_reported(one: dict) -> None:
+    target = one["facts"][0].id
+    keep_one = None
+    messages, events = [], []
+    frags = {fr.id: fr for c in one["clusters"] for fr in c.fragments}
+    supporting = sorted(fid for fid, fr in frags.items() if target in fr.fact_ids)
+    keep_one = supporting[0]
+    drop = set(supporting[1:])
+    messages = [m for m in one["messages"] if m.fragment_id not in drop]
+    events = [e for e in one["events"] if e.fragment_id not in drop]
+    check = _check(_verify(one, messages=messages, events=events), "fact_support")
+    assert not check.passed and check.measured["under_two"] >= 1
+    assert any(target in p and "1 supporting" in p for p in check.problems)
+    assert keep_one
+
+
+def test_decoy_supporting_a_fact_flagged(one: dict) -> None:
+    fact = one["facts"][0]
+    events = list(one["events"])
+    start = events[0].start
+    end = start + timedelta(hours=1)
+    bad = [
+        CalendarEvent(id="x1", title=f"Zed and my {fact.cues[0]}", start=start, end=end, kind="decoy", about="Zed"),
+        CalendarEvent(id="x2", title=f"{fact.cues[0]} again", start=start, end=end, kind="decoy", about="Zed"),
+        CalendarEvent(
+            id="x3", title="Zed's thing", start=start, end=end, kind="decoy", about=one["persona"].seed.name.split()[0]
+        ),
+    ]
+    check = _check(_verify(one, events=events + bad), "decoy_support")
+    assert not check.passed
+    assert any("x1" in p and "first person" in p for p in check.problems)
+    assert any("x2" in p and "without naming" in p for p in check.problems)
+    assert any("x3" in p and "not about another person" in p for p in check.problems)
+
+
+def test_dropped_fragment_fails_survival(one: dict) -> None:
+    frag_id = next(e.fragment_id for e in one["events"] if e.fragment_id)
+    events = [e for e in one["events"] if e.fragment_id != frag_id]
+    check = _check(_verify(one, events=events), "evidence_survival")
+    assert not check.passed and any(frag_id in p and "missing" in p for p in check.problems)
+    messages = [m.model_copy() for m in one["messages"]]
+    i = next(i for i, m in enumerate(messages) if m.fragment_id)
+    messages[i] = messages[i].model_copy(update={"text": messages[i].text + " (edited)"})
+    assert any("altered" in p for p in _check(_verify(one, messages=messages), "evidence_survival").problems)
+
+
+def test_wrong_filler_ratio_and_decoy_share_flagged(one: dict) -> None:
+    messages = [m for m in one["messages"] if m.kind != "filler"]
+    report = _verify(one, messages=messages)
+    assert not _check(report, "filler_ratio").passed
+    assert not _check(report, "decoy_share").passed
+    assert _check(_verify(one), "filler_ratio").passed
+
+
+def test_bad_cases_rejected(one: dict) -> None:
+    cases = list(one["cases"])
+    t1 = next(c for c in cases if c.type == "T1")
+    t3 = next(c for c in cases if c.type == "T3")
+    t5 = next(c for c in cases if c.type == "T5")
+    bad = [
+        t1.model_copy(update={"id": "u1", "question": t1.question + " (again)", "supporting_fragments": ["nope"]}),
+        t1.model_copy(update={"id": "u2", "question": t1.question + "?", "fact_ids": ["p001-F999"]}),
+        t1.model_copy(update={"id": "d1"}),
+        t3.model_copy(update={"id": "v1", "question": t3.question + " Now.", "stale_state": t3.current_state}),
+        t5.model_copy(update={"id": "v2", "question": "Order the usual for " + "Pat.", "boundary": "ignore"}),
+        t1.model_copy(update={"id": "v3", "type": "T2", "question": t1.question.replace("Judging", "Looking")}),
+    ]
+    report = _verify(one, cases=cases + bad)
+    rejected = dict(r.split(": ", 1) for r in report.rejected_cases)
+    assert rejected["u1"].startswith("ungrounded") and "nope" in rejected["u1"]
+    assert rejected["u2"].startswith("ungrounded") and "F999" in rejected["u2"]
+    assert rejected["d1"].startswith("duplicate")
+    assert rejected["v1"].startswith("type-invalid") and "stale" in rejected["v1"]
+    assert rejected["v2"].startswith("type-invalid")
+    assert rejected["v3"].startswith("type-invalid") and "T2" in rejected["v3"]
+    assert len(report.rejected_cases) == len(bad)
+
+
+def test_inventory_and_temporal_checks(one: dict) -> None:
+    facts = [f.model_copy() for f in one["facts"]]
+    facts[1] = facts[1].model_copy(update={"id": facts[0].id})
+    assert not _check(_verify(one, facts=facts), "fact_inventory").passed
+    prior = next(f for f in one["facts"] if f.prior_of)
+    facts = [f.model_copy(update={"valid_to": None}) if f.id == prior.id else f for f in one["facts"]]
+    assert not _check(_verify(one, facts=facts), "temporal_order").passed
+
+
+# --------------------------------------------------------------------------------------------- seeds
+
+
+def test_filter_seeds() -> None:
+    flt = parse_filter("age=30-45,occupation=nurse")
+    seeds = sample_seeds(20, 5, flt)
+    assert all(30 <= s.age <= 45 and "nurse" in s.occupation for s in seeds)
+    assert len({s.name for s in seeds}) > 10
+    with pytest.raises(SeedError, match="occupation"):
+        sample_seeds(1, 0, parse_filter("occupation=astronaut"))
+    with pytest.raises(SeedError, match="key"):
+        parse_filter("shoe=9")
+    with pytest.raises(SeedError, match="age"):
+        parse_filter("age=50-30")
+
+
+def test_seeds_follow_marginals() -> None:
+    seeds = sample_seeds(600, 11)
+    share_south = sum(s.region == "South" for s in seeds) / len(seeds)
+    assert 0.30 < share_south < 0.46  # census: 38%
+    assert all(s.age >= 18 for s in seeds)
+    assert not [s for s in seeds if s.occupation == "retired" and s.age < 45]
+
+
+def test_seed_files_csv_and_jsonl(tmp_path: Path) -> None:
+    csv_path = tmp_path / "seeds.csv"
+    csv_path.write_text(
+        "uuid,sex,age,marital_status,education_level,occupation,city,state,hobbies_and_interests_list,"
+        "career_goals_and_ambitions\n"
+        "a1,Female,38,married_present,bachelors,registered nurse,Austin,Texas,\"['gardening', 'baking']\","
+        "Become a charge nurse\n"
+        "a2,Male,71,widowed,high_school,retired,Tulsa,Oklahoma,['fishing'],Stay healthy\n",
+        encoding="utf-8",
+    )
+    seeds = read_seed_file(csv_path, 5, 0)
+    assert [s.age for s in seeds] == [38, 71]
+    assert seeds[0].hobbies == ["gardening", "baking"] and seeds[0].household.startswith("married")
+    assert seeds[0].goals == ["Become a charge nurse"] and seeds[0].source == "file:seeds.csv:2"
+    assert [s.age for s in read_seed_file(csv_path, 5, 0, parse_filter("occupation=nurse"))] == [38]
+    jl = tmp_path / "seeds.jsonl"
+    jl.write_text(json.dumps({"sex": "male", "age": 29, "occupation": "electrician", "state": "Ohio"}) + "\n")
+    (s,) = read_seed_file(jl, 5, 0)
+    assert s.occupation == "electrician" and s.state == "Ohio" and s.region == "Midwest"
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"age": "old"}\n')
+    with pytest.raises(SeedError, match=r"line 1.*age"):
+        read_seed_file(bad, 1, 0)
+    out = run_set(SetConfig(out=tmp_path / "fromfile", n=2, seeds_file=csv_path))
+    assert out.personas == 2 and out.personas_passed == 2
+
+
+def test_cli(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from hippocamp.cli.synth import synth
+
+    result = CliRunner().invoke(
+        synth, ["personas", "--n", "1", "--out", str(tmp_path / "c"), "--filter", "age=30-45,occupation=nurse"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "1/1 passed" in result.output
+    seed = json.loads((tmp_path / "c" / "p001" / "persona.json").read_text())["seed"]
+    assert 30 <= seed["age"] <= 45 and "nurse" in seed["occupation"]
