@@ -369,3 +369,168 @@ def test_cli(tmp_path: Path) -> None:
     assert "1/1 passed" in result.output
     seed = json.loads((tmp_path / "c" / "p001" / "persona.json").read_text())["seed"]
     assert 30 <= seed["age"] <= 45 and "nurse" in seed["occupation"]
+
+
+# ------------------------------------------------------------------------------------ model mode (mock)
+
+MOCK_FACTS = [
+    {"category": "health", "label": "has asthma", "synonyms": ["asthma", "asthmatic"],
+     "cues": ["inhaler", "albuterol", "peak flow"], "sources": ["q049"]},
+    {"category": "hobby", "label": "plays tennis", "synonyms": ["tennis"],
+     "cues": ["racket", "court booking", "serve"], "sources": ["q088"]},
+    {"category": "work", "label": "works as a barista", "synonyms": ["barista"],
+     "cues": ["espresso machine", "morning rush", "latte art"], "sources": ["q037"],
+     "changes_to": {"label": "manages the cafe", "synonyms": ["cafe manager"],
+                    "cues": ["staff schedule", "inventory order", "manager meeting"]}},
+    {"category": "finances", "label": "saving for a car", "synonyms": ["car fund"],
+     "cues": ["dealership", "auto loan", "savings jar"], "sources": ["q999"]},
+    {"category": "diet", "label": "is lactose intolerant", "synonyms": ["lactose intolerant", "lactose"],
+     "cues": ["oat milk", "Lactaid", "dairy-free"], "sources": ["q052"]},
+    {"category": "values", "label": "volunteers at the food bank", "synonyms": ["food bank volunteer"],
+     "cues": ["pantry shift", "canned goods", "sorting donations"], "sources": ["q073"]},
+]  # fmt: skip
+
+
+def _mock_fragments(payload: dict) -> dict:
+    from datetime import date as _date
+
+    out = []
+    for f in payload["facts"]:
+        start = f["dates"][0]
+        out.append(
+            {
+                "app": "messenger",
+                "fact_ids": [f["id"]],
+                "date": start,
+                "time": "09:30",
+                "contact_id": "c1",
+                "lines": [{"sender": "me", "text": f"grabbed the {f['cues'][0]} stuff today"}],
+            }
+        )
+        out.append(
+            {
+                "app": "calendar",
+                "fact_ids": [f["id"]],
+                "date": start,
+                "time": "14:00",
+                "title": f"{f['cues'][1]}",
+                "notes": "",
+                "minutes": 30,
+            }
+        )
+    while len(out) > 5:  # merge two calendar fragments whose facts share a day
+        cals = [x for x in out if x["app"] == "calendar" and len(x["fact_ids"]) == 1]
+        a, b = next(
+            (a, b)
+            for a in cals
+            for b in cals
+            if a is not b and max(_fd(payload, a)[0], _fd(payload, b)[0]) <= min(_fd(payload, a)[1], _fd(payload, b)[1])
+        )
+        a["fact_ids"] = a["fact_ids"] + b["fact_ids"]
+        a["notes"] = b["title"]
+        a["date"] = str(max(_date.fromisoformat(a["date"]), _date.fromisoformat(b["date"])))
+        out.remove(b)
+    return {"fragments": out}
+
+
+def _fd(payload: dict, frag: dict) -> tuple[str, str]:
+    f = next(x for x in payload["facts"] if x["id"] == frag["fact_ids"][0])
+    return f["dates"][0], f["dates"][1]
+
+
+def _script(verifier_leaks: object = None):  # type: ignore[no-untyped-def]
+    calls = {"verifier": 0}
+
+    def respond(request):  # type: ignore[no-untyped-def]
+        stage = request.messages[0]["content"].splitlines()[0].removeprefix("# stage: ").strip()
+        payload = json.loads(request.messages[-1]["content"])
+        if stage == "interview":
+            return json.dumps(
+                {"answers": [{"id": q["id"], "answer": f"Well, {q['id']}."} for q in payload["questions"]]}
+            )
+        if stage == "facts":
+            return json.dumps({"facts": MOCK_FACTS})
+        if stage == "audit":
+            return json.dumps({"findings": []})
+        if stage == "circle":
+            names = ["Ann Lowe", "Bo Diaz", "Cy Park", "Di Moss", "Ed Kerr"]
+            contacts = [{"name": n, "relationship": "friend", "history": "old friend", "shared_activities": []}
+                        for n in names[: payload["contacts_wanted"]]]  # fmt: skip
+            return json.dumps({"contacts": contacts})
+        if stage == "fragments":
+            return json.dumps(_mock_fragments(payload))
+        if stage == "verifier":
+            calls["verifier"] += 1
+            text = " ".join(f["text"] for f in payload["fragments"])
+            leaks = verifier_leaks(calls["verifier"]) if callable(verifier_leaks) else []
+            inferences = [{"slot": s["slot"], "statement": text, "confidence": 0.9} for s in payload["slots"]]
+            return json.dumps({"inferences": inferences, "leaks": leaks})
+        if stage == "cases":
+            ids = [f["id"] for f in payload["facts"] if not f.get("prior_of")]
+            labels = {f["id"]: f["label"] for f in payload["facts"]}
+            name = payload["name"]
+            return json.dumps({"cases": [
+                {"type": "T4", "question": f"What drives how {name} spends free time?", "fact_ids": ids[:2],
+                 "conclusion": "puts community before leisure", "mechanism": "both facts", "mechanism_kind": "motive",
+                 "answer": "community first"},
+                {"type": "T5", "question": "Order me a large milkshake.", "fact_ids": [ids[0]],
+                 "constraints": [labels[ids[0]]], "boundary": "warn", "answer": "warn"},
+                {"type": "T5", "question": "Book my usual court.", "fact_ids": ["nope"], "constraints": ["x"],
+                 "boundary": "comply"},
+            ]})  # fmt: skip
+        raise AssertionError(stage)
+
+    return respond, calls
+
+
+def test_model_mode_with_regeneration(tmp_path: Path) -> None:
+    from hippocamp.models import get_model
+
+    respond, calls = _script(lambda n: ["fragment 2 says it outright"] if n == 1 else [])
+    model = get_model("mock", outputs=respond)
+    cfg = SetConfig(out=tmp_path / "m", n=1, seed=4, model="mock", verifier="mock")
+    summary = run_set(cfg, model=model, verifier=model)
+    p = _persona(cfg.out / "p001")
+    assert p["persona"].generator == "model:mock" and p["persona"].interview[0].answer == "Well, q001."
+    assert [f.label for f in p["facts"]][:6] == [f["label"] for f in MOCK_FACTS]
+    assert any(f.prior_of for f in p["facts"])  # the proposed change was dated
+    assert p["persona"].audit.auditor == "model:mock+rules"
+    regenerated = [c for c in p["clusters"] if len(c.attempts) == 2]
+    assert len(regenerated) == 1 and not regenerated[0].attempts[0].passed and regenerated[0].outcome == "verified"
+    assert "verifier: fragment 2 says it outright" in regenerated[0].attempts[0].leaks
+    assert all(c.outcome == "verified" for c in p["clusters"])
+    report = p["report"]
+    assert report.passed, [c for c in report.checks if not c.passed]
+    assert any(r.endswith("unknown fact(s) nope") for r in report.rejected_cases)
+    assert {c.type for c in p["cases"]} == {"T1", "T2", "T3", "T4", "T5"}
+    assert summary.cluster_attempts.get("passed_attempt_2") == 1 and calls["verifier"] >= len(p["clusters"])
+
+
+def test_model_verifier_never_passes(tmp_path: Path) -> None:
+    from hippocamp.models import get_model
+
+    respond, _ = _script(lambda n: ["the label is right there"])
+    model = get_model("mock", outputs=respond)
+    cfg = SetConfig(out=tmp_path / "m", n=1, seed=4, model="mock", verifier="mock")
+    summary = run_set(cfg, model=model, verifier=model)
+    p = _persona(cfg.out / "p001")
+    assert all(c.outcome == "failed" and len(c.attempts) == 3 for c in p["clusters"])
+    check = _check(p["report"], "cluster_verification")
+    assert not check.passed and check.measured["failed"] == len(p["clusters"])
+    assert summary.clusters_failed == len(p["clusters"]) and summary.failed_personas == ["p001"]
+
+
+def test_model_outage_falls_back(tmp_path: Path) -> None:
+    from hippocamp.models import ModelError, get_model
+
+    model = get_model("mock", outputs=lambda request: ModelError("server down", "mock"))
+    cfg = SetConfig(out=tmp_path / "m", n=1, seed=4, model="mock", verifier="mock")
+    summary = run_set(cfg, model=model, verifier=model)
+    p = _persona(cfg.out / "p001")
+    assert p["persona"].generator == "template"
+    report = p["report"]
+    assert report.passed and summary.personas_passed == 1
+    stages = {f.split(":")[0] for f in report.fallbacks}
+    assert {"persona", "circle", "cases"} <= stages and any(s.startswith("fragments") for s in stages)
+    assert all("server down" in f for f in report.fallbacks)
+    assert all("model verifier" in c.attempts[-1].error for c in p["clusters"])

@@ -89,8 +89,9 @@ def _t1(ctx: CaseContext, rng: random.Random) -> list[Case]:
     options.sort(key=lambda o: not o[0])
     out: list[Case] = []
     seen: set[str] = set()
+    limit = min(PER_TYPE["T1"], max(1, len(ctx.static) // 2))  # leave facts for T2
     for _, f, app, ids in options:
-        if len(out) == PER_TYPE["T1"] or f.category in seen:
+        if len(out) == limit or f.category in seen:
             continue
         seen.add(f.category)
         where = "messages" if app == "messenger" else "calendar"

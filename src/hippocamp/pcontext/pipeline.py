@@ -160,9 +160,9 @@ async def _stage_persona(run: _Run, seed: Seed, d: Path) -> tuple[Persona, list[
 
         try:
             turns = await modelgen.interview(run.model, seed)
-            facts = await modelgen.distill(run.model, seed, turns)
+            facts, successors = await modelgen.distill(run.model, seed, turns)
             facts, audit_report = await modelgen.audit(run.model, seed, facts)
-            facts = modelgen.changes(facts, seed.id, cfg.start, cfg.days, rng, cfg.changes)
+            facts = modelgen.changes(facts, successors, seed.id, cfg.start, cfg.days, rng, cfg.changes)
             generator = run.generator
         except Exception as exc:  # an outage or an unusable answer: the template engine stands in
             run.note(seed.id, "persona", exc)
