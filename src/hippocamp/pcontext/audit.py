@@ -18,7 +18,7 @@ from hippocamp.pcontext.seeds import marginals
 from hippocamp.pcontext.templates.facts import BANK, FactSpec
 from hippocamp.schema.pcontext import AuditFinding, AuditReport, Fact, Seed
 
-__all__ = ["audit_and_repair", "find_problems", "working"]
+__all__ = ["audit_and_repair", "ensure_changeable", "find_problems", "working"]
 
 Perspective = Literal["demographic", "behavioral", "psychological", "political"]
 
@@ -126,3 +126,20 @@ def audit_and_repair(seed: Seed, facts: list[Fact], rng: random.Random) -> tuple
         repaired += 1
     remaining = len(find_problems(seed, facts))
     return facts, AuditReport(findings=findings, repaired=repaired, remaining=remaining, auditor="rules")
+
+
+def ensure_changeable(seed: Seed, facts: list[Fact], rng: random.Random) -> list[Fact]:
+    """Facts with at least one that can change during the window (for T3), swapping one in if none can:
+    a changeable fact of some category replaces that category's fact, if the audit still finds nothing."""
+    if any((s := spec_of(f)) is not None and s.then is not None for f in facts):
+        return facts
+    options = [s for s in BANK if s.then is not None]
+    rng.shuffle(options)
+    for spec in options:
+        for i, fact in enumerate(facts):
+            if fact.category != spec.category:
+                continue
+            trial = [*facts[:i], fact_from_spec(spec, fact.id), *facts[i + 1 :]]
+            if not find_problems(seed, trial):
+                return trial
+    return facts

@@ -170,6 +170,7 @@ async def _stage_persona(run: _Run, seed: Seed, d: Path) -> tuple[Persona, list[
     if facts is None or turns is None or audit_report is None:
         facts = sample_facts(seed.id, rng)
         facts, audit_report = audit_mod.audit_and_repair(seed, facts, rng)
+        facts = audit_mod.ensure_changeable(seed, facts, rng)
         facts = apply_changes(facts, seed.id, cfg.start, cfg.days, rng, cfg.changes)
         turns, facts = template_interview(seed, facts, rng)
     summary = (
