@@ -49,15 +49,12 @@ class Scripted:
         if "Plan the search" in first:
             self.steps.append("plan")
             return json.dumps(self.plan)
-        if "For every passage" in prompt:
+        if "List the ids of the passages" in prompt:
             self.steps.append("select")
             ids = passages_in(request)
-            verdicts = [
-                {"id": i, "relevant": self.keep in h or (bool(self.drop) and self.drop in h),
-                 "about_subject": not (self.drop and self.drop in h)}
-                for i, h in ids.items()
-            ]  # fmt: skip
-            return json.dumps({"passages": verdicts})
+            relevant = [i for i, h in ids.items() if self.keep in h or (bool(self.drop) and self.drop in h)]
+            elsewhere = [i for i, h in ids.items() if self.drop and self.drop in h]
+            return json.dumps({"relevant": relevant, "about_someone_else": elsewhere})
         if "facts that the passages you cited do not contain" in prompt:
             self.steps.append("revise")
             return self.revise or "{}"
@@ -121,6 +118,25 @@ def test_unsupported_facts_trigger_one_revision(env: FilesEnv) -> None:
     assert script.steps == ["plan", "select", "answer", "revise"]
     assert answer.text == gold(env, "How much is my monthly rent")
     assert answer.files  # the revision kept the earlier citations
+
+
+def test_unreadable_plan_and_selection_degrade_gracefully(env: FilesEnv) -> None:
+    answer_text = gold(env, "How much is my monthly rent")
+
+    def muddled(request: ChatRequest) -> str:
+        sent = " ".join(str(m["content"]) for m in request.messages)
+        if "List the ids of the passages" in sent or "Plan the search" in sent:
+            return "I am not sure what JSON is."  # also to the client's repair request
+        ids = passages_in(request)
+        used = [i for i, h in ids.items() if "Documents/Housing/Lease" in h]
+        return json.dumps({"answer": answer_text, "used": used})
+
+    answer = solve(env, muddled, "How much is my monthly rent?")
+    assert answer.stop == "answered" and answer.text == answer_text
+    notes = [s.thought for s in answer.trace if s.kind == "note"]
+    assert any(n.startswith("plan unreadable") for n in notes)
+    assert any(n.startswith("selection unreadable") for n in notes)
+    assert any("Lease" in f for f in answer.files)
 
 
 def test_budget_and_model_errors(env: FilesEnv) -> None:

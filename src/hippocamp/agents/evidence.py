@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field
 
 from hippocamp.agents._common import model_failure
 from hippocamp.agents.base import Answer, Budget, BudgetExceeded, EvidenceItem, Meter, Task, load_prompt
+from hippocamp.models.errors import ModelOutputError
 from hippocamp.registry import register
 from hippocamp.text.facts import DateFact, NameFact, NumberFact, TimeFact, unsupported_facts
 
@@ -41,16 +42,6 @@ class Plan(BaseModel):
     modalities: list[Modality] = Field(default_factory=list, max_length=3)
     wants_latest: bool = False
     aggregate: bool = False
-
-
-class Judgement(BaseModel):
-    id: int
-    relevant: bool
-    about_subject: bool = True
-
-
-class Selection(BaseModel):
-    passages: list[Judgement]
 
 
 class Draft(BaseModel):
@@ -88,8 +79,14 @@ class EvidenceAgent:
 
     async def _solve(self, task: Task, env: Any, model: Any, meter: Meter) -> Answer:
         q = task.question
-        gen = await meter.generate(model, _user(load_prompt("evidence_plan.md", question=q)), response_format=Plan)
-        plan: Plan = gen.parsed
+        try:
+            gen = await meter.generate(
+                model, _user(load_prompt("evidence_plan.md", question=q)), response_format=Plan, max_tokens=300
+            )
+            plan: Plan = gen.parsed
+        except ModelOutputError as exc:  # no plan: search for the question itself
+            meter.note(f"plan unreadable, searching for the question: {str(exc)[:200]}")
+            plan = Plan(looking_for=q)
         meter.note(f"plan: {plan.model_dump_json()}")
         passages = self._search(env, meter, q, plan)
         kept = await self._select(model, meter, q, plan, passages)
@@ -113,7 +110,7 @@ class EvidenceAgent:
                 {"role": "assistant", "content": draft.model_dump_json()},
                 {"role": "user", "content": revise},
             ]
-            gen = await meter.generate(model, messages, response_format=Draft)
+            gen = await meter.generate(model, messages, response_format=Draft, max_tokens=400)
             draft = gen.parsed
             used = [p for p in kept if p.id in draft.used] or used
         evidence = [EvidenceItem(file_path=p.path, locator=p.locator, text=p.text[: self.chars]) for p in used]
@@ -169,12 +166,22 @@ class EvidenceAgent:
             subject=plan.subject or "the user",
             passages=self._render(passages),
         )
-        gen = await meter.generate(model, _user(prompt), response_format=Selection)
-        verdicts = {j.id: j for j in gen.parsed.passages}
-        kept = [p for p in passages if (j := verdicts.get(p.id)) is not None and j.relevant and j.about_subject]
-        dropped = [
-            p.id for p in passages if (j := verdicts.get(p.id)) is not None and j.relevant and not j.about_subject
-        ]
+        ids = [p.id for p in passages]
+        id_list = {"type": "array", "items": {"type": "integer", "enum": ids}, "maxItems": len(ids)}
+        schema = {
+            "type": "object",
+            "properties": {"relevant": id_list, "about_someone_else": id_list},
+            "required": ["relevant", "about_someone_else"],
+        }
+        try:
+            gen = await meter.generate(model, _user(prompt), response_format=schema, max_tokens=40 + 8 * len(ids))
+        except ModelOutputError as exc:  # a muddled selection keeps every passage rather than ending the episode
+            meter.note(f"selection unreadable, keeping every passage: {str(exc)[:200]}")
+            return passages
+        relevant = {int(i) for i in gen.parsed.get("relevant", [])}
+        elsewhere = {int(i) for i in gen.parsed.get("about_someone_else", [])}
+        kept = [p for p in passages if p.id in relevant and p.id not in elsewhere]
+        dropped = [p.id for p in passages if p.id in relevant and p.id in elsewhere]
         if dropped:
             meter.note(f"dropped passages about someone else: {dropped}")
         if plan.wants_latest:
@@ -194,7 +201,9 @@ class EvidenceAgent:
         )
 
     async def _answer(self, model: Any, meter: Meter, question: str, plan: Plan, kept: list[Passage]) -> Draft:
-        gen = await meter.generate(model, _user(self._answer_prompt(question, plan, kept)), response_format=Draft)
+        gen = await meter.generate(
+            model, _user(self._answer_prompt(question, plan, kept)), response_format=Draft, max_tokens=400
+        )
         return gen.parsed
 
 
