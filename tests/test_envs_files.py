@@ -43,6 +43,9 @@ def test_search_returns_citable_hits(env: FilesEnv) -> None:
     only_mail = env.call("search", {"query": "dinner", "file_type": "eml"})
     assert only_mail.data and all(d["path"].endswith(".eml") for d in only_mail.data)
     assert not env.call("search", {"query": "  "}).ok
+    # filters that exclude everything are relaxed, and the observation says so
+    relaxed = env.call("search", {"query": "monthly rent", "file_type": "pdf", "after": "2099-01-01"})
+    assert relaxed.data and relaxed.text.startswith("(no results with file_type=pdf, after=2099-01-01;")
 
 
 def test_read_whole_file_and_parts(env: FilesEnv) -> None:

@@ -216,6 +216,14 @@ class FilesEnv:
             before=before or None,
         )
         hits = self.searcher.search(str(query), k=k, filters=filters)
+        note = ""
+        if not hits and filters != SearchFilters():
+            # small models fill every optional filter; an empty page teaches them nothing, so say so and relax
+            used = {"modality": modality, "file_type": file_type, "path_glob": path_glob, "after": after,
+                    "before": before}  # fmt: skip
+            shown = ", ".join(f"{k}={v}" for k, v in used.items() if v)
+            note = f"(no results with {shown}; showing results without filters)\n\n"
+            hits = self.searcher.search(str(query), k=k)
         data, blocks = [], []
         for i, h in enumerate(hits, 1):
             seg = h.segment()
@@ -223,7 +231,7 @@ class FilesEnv:
             data.append({"path": h.path, "locator": h.locator, "text": h.text, "where": where, "time": h.time})
             when = f" ({h.time})" if h.time else ""
             blocks.append(f"[{i}] {where}{when}\n{h.text[:700]}")
-        text = "\n\n".join(blocks) if blocks else f"no results for {query!r}"
+        text = note + "\n\n".join(blocks) if blocks else f"no results for {query!r}"
         clipped, cut = self._clip(text)
         return Observation(clipped, data=data, truncated=cut)
 
