@@ -45,6 +45,8 @@ TRAPS = [
         "verbose",
     ),
 ]
+# A refusal or an evasive answer that gives none of a short reference's figures
+TRAPS.append(("How much is my rent?", "EUR 1,450 per month", "I could not find the lease in your files.", "refusal"))
 # Right answers in other words: the deterministic layer must not reject them.
 FAIR = [
     ("How much is my rent?", "EUR 1,450 per month", "Your rent is 1450 euros a month."),
@@ -53,6 +55,7 @@ FAIR = [
     ("Who is my landlord?", "Oskar Lindqvist", "Oskar Lindqvist, who signed the lease."),
     ("Did the lease start on 1 March?", "Yes", "Yes, on 1 March 2024."),
     ("How many nights?", "3 nights", "Three nights."),
+    ("Current liabilities (in USD millions)?", "5466", "They were $5,466,312,000."),
 ]
 
 
@@ -152,8 +155,9 @@ def test_calibration_and_self_test(tmp_path: Path) -> None:
         return ACCEPT
 
     result = asyncio.run(agreement(judge(lenient), labeled))
-    # robust: the wrong number is rejected by the facts; the refusal has no number -> the model accepts it
-    assert result.scored == 3 and result.false_reject == 0.0 and result.false_accept == 0.5
+    # robust: the wrong number contradicts the key figure; the refusal gives none of the key figures
+    assert result.scored == 3 and result.false_reject == 0.0 and result.false_accept == 0.0
+    assert result.accuracy == 1.0 and result.kappa == 1.0
     plain = asyncio.run(agreement(judge(lenient, mode="simple"), labeled))
     assert plain.false_accept == 1.0 and plain.accuracy == pytest.approx(1 / 3)
     test = asyncio.run(self_test(judge(lenient), [("Rent?", "EUR 1,450 per month from 1 March 2024")]))

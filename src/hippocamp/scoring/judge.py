@@ -52,14 +52,18 @@ class FactCheck:
     contradicted: list[str] = field(default_factory=list)
     hedged: bool = False
     polarity: str | None = None  # "agree", "contradict" or None when the reference is not yes/no
+    #: a short reference's numbers or dates, none of which the response gives
+    misses_all: bool = False
 
     @property
     def blocks(self) -> bool:
         """Whether these findings forbid a "correct" verdict."""
-        return bool(self.contradicted) or self.hedged or self.polarity == "contradict"
+        return bool(self.contradicted) or self.hedged or self.polarity == "contradict" or self.misses_all
 
     def reasons(self) -> list[str]:
         out = [f"contradicts {c}" for c in self.contradicted]
+        if self.misses_all:
+            out.append("gives none of the key figures: " + ", ".join(self.missing))
         if self.hedged:
             out.append("hedges between several candidates")
         if self.polarity == "contradict":
@@ -123,7 +127,13 @@ def _number_match(ref: NumberFact, cand: NumberFact, question: str = "") -> bool
     tolerance = 0.5 * 10 ** (-ref.decimals)
     if ref.scale == 1.0 and cand.scale != 1.0 and _scale_named(cand.scale, question):
         return abs(abs(ref.value) - abs(cand.value)) <= tolerance + 1e-9
-    return abs(abs(ref.magnitude) - abs(cand.magnitude)) <= tolerance * ref.scale + 1e-9
+    if abs(abs(ref.magnitude) - abs(cand.magnitude)) <= tolerance * ref.scale + 1e-9:
+        return True
+    # "in USD millions": a reference of 5466 is the response's $5,466,312,000
+    named = [scale for scale in _SCALE_WORDS if _scale_named(scale, question)]
+    return ref.scale == 1.0 and cand.scale == 1.0 and any(
+        abs(abs(ref.value) * scale - abs(cand.value)) <= tolerance * scale + 1e-9 for scale in named
+    )
 
 
 def _sentences_with(text: str, needle: str) -> list[str]:
@@ -233,6 +243,10 @@ def check_facts(question: str, reference: str, response: str) -> FactCheck:
                 result.polarity = "contradict"
                 break
     result.hedged = short and _hedges(ref, response)
+    figures = [n for n in ref.numbers if not _year_like(n)] + list(ref.dates)
+    result.misses_all = (
+        short and rp is None and bool(figures) and bool(result.missing) and not result.matched and not conflicts
+    )
     return result
 
 
