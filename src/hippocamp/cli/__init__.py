@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "score": ("hippocamp.cli.score", "score", "Judge a run's answers and score its evidence (resumable)."),
     "report": ("hippocamp.cli.report", "report", "Markdown and HTML report of scored runs, compared pairwise."),
     "judge": ("hippocamp.cli.score", "judge_group", "Calibrate a judge against human labels and perturbations."),
+    "quickstart": ("hippocamp.cli.quickstart", "quickstart", "Synthetic profile, two agents, scores, report."),
     "import": ("hippocamp.cli.importers", "import_group", "Import a HippoCamp release or FinanceBench."),
     "run": ("hippocamp.cli.run", "run_cmd", "Run an agent over a suite's tasks into a resumable run directory."),
     "ask": ("hippocamp.cli.run", "ask", "Ask one question about a profile's files; the answer with its sources."),
