@@ -8,10 +8,8 @@ STAMP := $(VENV)/.installed
 .PHONY: demo test lint bench system clean
 
 demo: system $(STAMP)
-	$(VENV)/bin/hippocamp validate --example
-	$(VENV)/bin/hippocamp stats --example --out runs/example-stats
-	$(VENV)/bin/hippocamp index "$$($(VENV)/bin/hippocamp example)"
-	$(VENV)/bin/hippocamp search "$$($(VENV)/bin/hippocamp example)" "how much did the vet charge for Biscuit" -k 3
+	$(VENV)/bin/hippocamp models install qwen2.5-coder-1.5b
+	$(VENV)/bin/hippocamp quickstart
 
 test: system $(STAMP)
 	$(PY) -m ruff check src tests scripts bench
