@@ -131,8 +131,10 @@ def _number_match(ref: NumberFact, cand: NumberFact, question: str = "") -> bool
         return True
     # "in USD millions": a reference of 5466 is the response's $5,466,312,000
     named = [scale for scale in _SCALE_WORDS if _scale_named(scale, question)]
-    return ref.scale == 1.0 and cand.scale == 1.0 and any(
-        abs(abs(ref.value) * scale - abs(cand.value)) <= tolerance * scale + 1e-9 for scale in named
+    return (
+        ref.scale == 1.0
+        and cand.scale == 1.0
+        and any(abs(abs(ref.value) * scale - abs(cand.value)) <= tolerance * scale + 1e-9 for scale in named)
     )
 
 
