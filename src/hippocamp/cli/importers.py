@@ -14,7 +14,7 @@ from hippocamp.cli._common import console, fail
 
 @click.group("import")
 def import_group() -> None:
-    """Turn downloaded benchmark data (a HippoCamp release, FinanceBench) into hippocamp suites and profiles."""
+    """Turn downloaded benchmark data (a HippoCamp release, FinanceBench, LoCoMo) into hippocamp suites and profiles."""
 
 
 @import_group.command("hippocamp")
@@ -129,3 +129,31 @@ def import_financebench_cmd(source: Path, out: Path, name: str, as_json: bool) -
         )
         con.print(f"profile: {result.records_path}", markup=False, highlight=False)
     sys.exit(1 if result.validation["errors"] else 0)
+
+
+@import_group.command("locomo")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Where to write the persona folders (<out>/<sample_id>/).")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="Print the import report as JSON.")
+def import_locomo_cmd(path: Path, out: Path, as_json: bool) -> None:
+    """Convert LoCoMo conversations (PATH: locomo10.json or a slice) into app-log personas: sessions become
+    messenger messages with their real dates, dia_ids the message ids, questions cases (4 → T1, 1 → T2,
+    2 → T3, 3 → T4, 5 adversarial → an abstention case), evidence dia_ids the supporting fragments."""
+    from hippocamp.importers._common import ImporterError
+    from hippocamp.importers.locomo import import_locomo
+
+    try:
+        result = import_locomo(path, out)
+    except ImporterError as exc:
+        fail(str(exc))
+    report = {"out": str(result.out), "personas": result.personas, "messages": result.messages,
+              "cases_by_type": result.cases_by_type, "skipped": result.skipped}  # fmt: skip
+    if as_json:
+        click.echo(json.dumps(report, indent=1))
+        return
+    cases = ", ".join(f"{k} {v}" for k, v in sorted(result.cases_by_type.items()))
+    click.echo(f"{len(result.personas)} conversations, {result.messages} messages; cases: {cases}")
+    for s in result.skipped:
+        click.echo(f"  note: {s}")
+    click.echo(f"run: hippocamp run --suite pcontext:{out} ...")

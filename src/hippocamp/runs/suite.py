@@ -2,7 +2,8 @@
 
 ``load_suite(spec)`` reads a HippoCamp-format profile (a profile folder, one of its variants, or a
 records file) or generates a synthetic one (``synth:SCALE:SEED[:PERSONA]``, e.g. ``synth:small:7``,
-into a cache folder, reused when present), indexes its files incrementally into the profile's store,
+into a cache folder, reused when present) or reads P-ContextBench personas (``pcontext:DIR``, see
+`hippocamp.pcontext.applog`), indexes its files incrementally into the profile's store,
 and returns a `Suite`: the tasks agents get (id, question, profile name and the QA type only),
 ``gold[task_id]`` (the full records, never shown to agents) and ``env()`` (a fresh `FilesEnv` per
 episode over the shared store).
@@ -75,7 +76,8 @@ class Suite:
     name: str
     spec: str
     tasks: list[Task]
-    gold: dict[str, HippoCampRecord]
+    #: HippoCamp records; for ``pcontext:`` suites the cases (answer keys) as dicts
+    gold: dict[str, Any]
     root: Path
     records_path: Path | None
     store: Store
@@ -173,6 +175,10 @@ def load_suite(spec: str | Path, options: SuiteOptions | None = None, progress: 
     `index_profile`). A folder without records gives a suite with no tasks (for ``hippocamp ask``)."""
     options = options or SuiteOptions()
     text = str(spec)
+    if text.startswith("pcontext:"):
+        from hippocamp.pcontext.applog import load_pcontext_suite
+
+        return load_pcontext_suite(text, options, progress)
     path = _synth_profile(text, options) if text.startswith(SYNTH_PREFIX) else Path(text)
     try:
         profile = load_profile(path)

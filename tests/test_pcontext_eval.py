@@ -1,0 +1,134 @@
+"""App-log environment, relative-time resolution and the P-ContextBench rubrics, on hand-made data."""
+
+from __future__ import annotations
+
+import json
+from datetime import date, datetime
+from pathlib import Path
+
+import pytest
+
+from hippocamp.pcontext.applog import full_context
+from hippocamp.pcontext.timeref import annotate, resolve
+from hippocamp.runs.suite import SuiteOptions, load_suite
+
+# 2023-05-10 is a Wednesday
+WED = datetime(2023, 5, 10, 9, 0)
+
+
+@pytest.mark.parametrize(
+    ("text", "start", "end"),
+    [
+        ("yesterday", date(2023, 5, 9), date(2023, 5, 9)),
+        ("last night", date(2023, 5, 9), date(2023, 5, 9)),
+        ("today", date(2023, 5, 10), date(2023, 5, 10)),
+        ("tomorrow", date(2023, 5, 11), date(2023, 5, 11)),
+        ("the day before yesterday", date(2023, 5, 8), date(2023, 5, 8)),
+        ("last Friday", date(2023, 5, 5), date(2023, 5, 5)),
+        ("last Wednesday", date(2023, 5, 3), date(2023, 5, 3)),
+        ("next Monday", date(2023, 5, 15), date(2023, 5, 15)),
+        ("next Wednesday", date(2023, 5, 17), date(2023, 5, 17)),
+        ("this Friday", date(2023, 5, 12), date(2023, 5, 12)),
+        ("next week", date(2023, 5, 15), date(2023, 5, 21)),
+        ("last week", date(2023, 5, 1), date(2023, 5, 7)),
+        ("last month", date(2023, 4, 1), date(2023, 4, 30)),
+        ("next month", date(2023, 6, 1), date(2023, 6, 30)),
+        ("this weekend", date(2023, 5, 13), date(2023, 5, 14)),
+        ("last weekend", date(2023, 5, 6), date(2023, 5, 7)),
+        ("in 3 days", date(2023, 5, 13), date(2023, 5, 13)),
+        ("two weeks ago", date(2023, 4, 26), date(2023, 4, 26)),
+        ("a month ago", date(2023, 4, 10), date(2023, 4, 10)),
+        ("last year", date(2022, 1, 1), date(2022, 12, 31)),
+    ],
+)
+def test_timeref(text: str, start: date, end: date) -> None:
+    refs = resolve(f"so {text}, ok", WED)
+    assert len(refs) == 1 and (refs[0].start, refs[0].end) == (start, end)
+
+
+def test_timeref_leaves_vague_alone_and_annotates() -> None:
+    assert resolve("Saturday? a few days ago, recently", WED) == []
+    text, refs = annotate("Saw her yesterday and again tomorrow", WED)
+    assert [r.phrase for r in refs] == ["yesterday", "tomorrow"]
+    assert text.endswith("[yesterday = Tue 2023-05-09; tomorrow = Thu 2023-05-11]")
+    weekend = resolve("this weekend", datetime(2023, 5, 13))[0]
+    assert (weekend.start, weekend.end) == (date(2023, 5, 13), date(2023, 5, 14))
+
+
+def _lines(path: Path, rows: list[dict]) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+def make_persona(d: Path, pid: str = "p1", name: str = "Dana") -> Path:
+    d.mkdir(parents=True)
+    msgs = [
+        {"id": "m1", "session_id": "s1", "sender": "Lee", "recipients": [name], "timestamp": "2025-03-05T09:00:00",
+         "text": "did you pick up the inhaler refill yesterday?", "kind": "evidence", "fragment_id": f"{pid}-f1"},
+        {"id": "m2", "session_id": "s1", "sender": name, "recipients": ["Lee"], "timestamp": "2025-03-05T09:05:00",
+         "text": "yes, copay was $15 again", "kind": "evidence", "fragment_id": f"{pid}-f1"},
+        {"id": "m3", "session_id": "s2", "sender": "Kim", "recipients": [name], "timestamp": "2025-04-01T18:00:00",
+         "text": "pizza night next Friday?", "kind": "filler"},
+    ]  # fmt: skip
+    events = [
+        {"id": "e1", "title": "Pulmonology follow-up", "start": "2025-03-20T10:00:00", "end": "2025-03-20T10:30:00",
+         "attendees": [], "notes": "bring the peak-flow log", "kind": "evidence", "fragment_id": f"{pid}-f2"},
+        {"id": "e2", "title": "Book club", "start": "2025-04-02T19:00:00", "end": "2025-04-02T21:00:00",
+         "attendees": ["Kim"], "kind": "filler"},
+    ]  # fmt: skip
+    cases = [
+        {"id": f"{pid}-T1-01", "persona_id": pid, "type": "T1", "question": f"What condition does {name} manage?",
+         "fact_ids": ["F1"], "labels": ["has asthma"], "supporting_fragments": [f"{pid}-f1", f"{pid}-f2"],
+         "answer": "has asthma"},
+        {"id": f"{pid}-T5-01", "persona_id": pid, "type": "T5", "question": "Book me a smoky barbecue tour.",
+         "fact_ids": ["F1"], "labels": ["has asthma"], "supporting_fragments": [f"{pid}-f1"],
+         "answer": "warn: smoke", "constraints": ["has asthma"], "boundary": "warn"},
+    ]  # fmt: skip
+    _lines(d / "messenger.jsonl", msgs)
+    _lines(d / "calendar.jsonl", events)
+    _lines(d / "cases.jsonl", cases)
+    (d / "source.json").write_text(json.dumps({"name": name}), encoding="utf-8")
+    return d
+
+
+@pytest.fixture
+def persona_set(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("HIPPOCAMP_CACHE_DIR", str(tmp_path / "cache"))
+    make_persona(tmp_path / "set" / "p1", "p1", "Dana")
+    make_persona(tmp_path / "set" / "p2", "p2", "Eli")
+    return tmp_path / "set"
+
+
+def test_applog_suite_and_env(persona_set: Path) -> None:
+    suite = load_suite(f"pcontext:{persona_set}", SuiteOptions(embed=False))
+    try:
+        assert [t.id for t in suite.tasks] == ["p1/p1-T1-01", "p1/p1-T5-01", "p2/p2-T1-01", "p2/p2-T5-01"]
+        assert suite.gold["p2/p2-T5-01"]["boundary"] == "warn"
+        t5 = suite.tasks[1]
+        assert "Dana asks you" in t5.question and t5.meta == {"qa_type": "T5", "persona": "p1"}
+        env = suite.env(suite.tasks[0])
+        hits = env.search("inhaler refill", k=5)
+        assert hits.data and all(d["path"].startswith("p1/") for d in hits.data)
+        assert "yesterday = Tue 2025-03-04" in hits.text
+        # a glob the agent gives never reaches another persona, even when relaxed
+        other = env.search("inhaler", path_glob="p2/*")
+        assert all(d["path"].startswith("p1/") for d in other.data)
+        assert "m2" in env.call("read_session", {"session": "s1"}).text
+        events = env.call("list_events", {"after": "2025-03-01", "before": "2025-04-01"})
+        assert "e1" in events.text and "e2" not in events.text
+        window = env.call("window", {"after": "2025-04-01", "before": "2025-04-03"})
+        assert "m3" in window.text and "e2" in window.text and "next Friday = Fri 2025-04-04" in window.text
+        assert "copay" in env.read("messenger/s1.txt", "message m2").text
+        assert "Pulmonology" in env.read("calendar/2025-03.txt", "event e1").text
+        assert all(p.startswith("p1/") for p in (d["path"] for d in env.list_files().data))
+        assert "cases" not in " ".join(p.name for p in suite.root.rglob("*"))  # no answer keys in the view
+        sha = suite.dataset_sha256
+    finally:
+        suite.close()
+    again = load_suite(f"pcontext:{persona_set}", SuiteOptions(embed=False))
+    assert again.dataset_sha256 == sha
+    again.close()
+
+
+def test_full_context(persona_set: Path) -> None:
+    text = full_context(persona_set / "p1")
+    assert text.index("m1") < text.index("e1") < text.index("m3")
