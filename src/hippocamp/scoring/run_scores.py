@@ -131,6 +131,12 @@ async def score_run(
     from hippocamp.runs.episodes import read_episodes
 
     run_dir = Path(run_dir)
+    mpath = run_dir / "manifest.json"
+    manifest = json.loads(mpath.read_text(encoding="utf-8")) if mpath.is_file() else {}
+    if manifest.get("suite", {}).get("kind") == "pcontext":  # P-ContextBench personas: the rubrics, no judge model
+        from hippocamp.scoring.pcontext import score_pcontext_run
+
+        return await score_pcontext_run(run_dir, manifest, progress)
     gold, _ = _gold(run_dir)
     episodes = read_episodes(run_dir / "episodes.jsonl").episodes
     judges = judge.judges if isinstance(judge, Panel) else [judge]
