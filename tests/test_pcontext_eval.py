@@ -207,7 +207,10 @@ def test_run_and_score_a_pcontext_suite(persona_set: Path, tmp_path: Path) -> No
         name: ClassVar[str] = "test-pcontext"
 
         async def solve(self, task: Task, env: Any, model: Any, budget: Budget) -> Answer:
-            hit = env.search("inhaler refill", k=1).data[0]
+            hits = env.search("inhaler refill", k=5).data
+            # the runner hands each episode its own persona's logs, never another persona's
+            assert hits and all(h["path"].startswith(task.id.split("/")[0] + "/") for h in hits), hits
+            hit = hits[0]
             if task.meta["qa_type"] == "T5":
                 return Answer(text="Warn: you have asthma; smoke could trigger it.", stop="answered",
                               evidence=[EvidenceItem(file_path=hit["path"], locator=hit["locator"])])  # fmt: skip

@@ -202,7 +202,7 @@ async def _solve(agent: str, question: str, suite: Any, model_spec: str, budget:
     try:
         task = Task(id="ask", question=question, profile=suite.name)
         timeout = None if budget.max_seconds is None else budget.max_seconds + 5.0
-        solver = agent_factory(agent)().solve(task, suite.env(), model, budget)
+        solver = agent_factory(agent)().solve(task, suite.env(task), model, budget)
         return model.id, await asyncio.wait_for(solver, timeout)
     finally:
         await model.aclose()

@@ -311,7 +311,7 @@ class PContextSuite(Suite):
     personas: dict[str, PersonaLogs] = field(default_factory=dict)
     source: Path | None = None
 
-    def env(self, task: Task | None = None) -> AppLogEnv:  # type: ignore[override]
+    def env(self, task: Task | None = None) -> AppLogEnv:
         """The environment of one episode; given the task, restricted to its persona (a suite of one
         persona is restricted without it)."""
         if self._searcher is None:

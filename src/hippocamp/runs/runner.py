@@ -156,7 +156,7 @@ class _Session:
         """The agent's answer, or the error or timeout it ended with."""
         budget, timeout = self.budget, self.timeout
         try:
-            answer = await asyncio.wait_for(make_agent().solve(task, self.suite.env(), self.model, budget), timeout)
+            answer = await asyncio.wait_for(make_agent().solve(task, self.suite.env(task), self.model, budget), timeout)
         except TimeoutError:
             return Answer(
                 stop="timeout",

@@ -87,9 +87,10 @@ class Suite:
     dataset_sha256: str = ""
     _searcher: Any = field(default=None, repr=False)
 
-    def env(self) -> FilesEnv:
+    def env(self, task: Task | None = None) -> FilesEnv:
         """A fresh environment for one episode (its own call and escape counters), sharing the
-        store and the searcher's caches with every other episode."""
+        store and the searcher's caches with every other episode. ``task`` lets a suite of several
+        profiles (app-log personas) confine the episode to the task's own profile."""
         if self._searcher is None:
             from hippocamp.store.search import Searcher
 
