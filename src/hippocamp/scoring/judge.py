@@ -344,7 +344,7 @@ class Judge:
         error: str | None = None
         for attempt in range(1, self.retries + 2):
             try:
-                gen = await self.model.generate(messages, response_format=Verdict, temperature=0.0, max_tokens=300)
+                gen = await self.model.generate(messages, response_format=Verdict, temperature=0.0, max_tokens=600)
                 return gen.parsed, None, attempt
             except Exception as exc:  # outage, timeout, unparsable after repair: try again, then unscored
                 error = f"{type(exc).__name__}: {exc}"
