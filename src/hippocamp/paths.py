@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["cache_dir", "config_dir", "models_dir"]
+__all__ = ["cache_dir", "config_dir", "models_dir", "process_context"]
 
 
 def cache_dir() -> Path:
@@ -27,3 +27,14 @@ def config_dir() -> Path:
     """``$XDG_CONFIG_HOME/hippocamp`` or ``~/.config/hippocamp`` (price table, settings)."""
     base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     return Path(base) / "hippocamp"
+
+
+def process_context() -> object:
+    """The multiprocessing context for hippocamp's worker pools: ``forkserver`` where it exists.
+    Forking a process that already runs threads (llama.cpp's worker, search threads, a test runner)
+    copies locks other threads hold, and the children can hang forever; a fork server is a clean,
+    single-threaded parent that starts cheaply."""
+    import multiprocessing
+
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")

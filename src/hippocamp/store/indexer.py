@@ -25,6 +25,7 @@ import numpy as np
 from hippocamp import __version__
 from hippocamp.models.errors import ModelNotAvailableError
 from hippocamp.models.local_models import sha256_of
+from hippocamp.paths import process_context
 from hippocamp.perceive.base import PerceiveOptions
 from hippocamp.perceive.run import FileResult, perceive_file, reader_for
 from hippocamp.schema.filetypes import extension, modality_of
@@ -296,7 +297,7 @@ def _read_all(
     def submit(chunk: list[Entry]) -> None:
         pending[pool.submit(_read_chunk, str(root), [e.rel for e in chunk], options.perceive)] = chunk
 
-    with ProcessPoolExecutor(max_workers=options.workers) as pool:
+    with ProcessPoolExecutor(max_workers=options.workers, mp_context=process_context()) as pool:  # type: ignore[arg-type]
         try:
             for chunk in queue:  # keep a bounded number of tasks in flight
                 submit(chunk)

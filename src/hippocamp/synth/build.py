@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from hippocamp.paths import process_context
 from hippocamp.schema.filetypes import extension, modality_of
 from hippocamp.synth.filler import add_filler
 from hippocamp.synth.plan import Artifact, Ask, Plan
@@ -168,7 +169,7 @@ def _render_all(
         if not ready:
             raise SynthError(f"artifacts wait on each other: {sorted(pending)[:5]}")
         if jobs > 1 and len(ready) > 4:
-            with ProcessPoolExecutor(max_workers=jobs) as pool:
+            with ProcessPoolExecutor(max_workers=jobs, mp_context=process_context()) as pool:  # type: ignore[arg-type]
                 futures = [pool.submit(_render_one, str(root), a) for a in ready]
                 for fut in futures:
                     path, placed = fut.result()
