@@ -21,6 +21,7 @@ __all__ = [
     "cited_numbers",
     "containing",
     "mentioned_files",
+    "model_failure",
     "render_passages",
     "run_episode",
     "run_tool",
@@ -159,3 +160,9 @@ async def run_episode(meter: Meter, best: Draft, body: Awaitable[Answer]) -> Ans
     except ModelError as exc:
         meter.note(f"model error: {exc}")
         return meter.answer(best.text, best.files, best.evidence, stop="error", error=str(exc))
+
+
+def model_failure(meter: Meter, exc: Exception) -> Answer:
+    """The answer of an episode a model (or tool) failure ended: ``stop="error"``, the trace kept."""
+    kind = "model error" if isinstance(exc, ModelError) else type(exc).__name__
+    return meter.answer("", stop="error", error=f"{kind}: {exc}")

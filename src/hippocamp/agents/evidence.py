@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
-from hippocamp.agents._common import model_failure
+from hippocamp.agents._cite import model_failure
 from hippocamp.agents.base import Answer, Budget, BudgetExceeded, EvidenceItem, Meter, Task, load_prompt
 from hippocamp.models.errors import ModelOutputError
 from hippocamp.registry import register

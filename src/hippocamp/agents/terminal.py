@@ -14,7 +14,7 @@ import re
 import time
 from typing import Any, ClassVar
 
-from hippocamp.agents._common import files_in_text, model_failure
+from hippocamp.agents._cite import mentioned_files, model_failure
 from hippocamp.agents.base import Answer, Budget, BudgetExceeded, EvidenceItem, Meter, Task, load_prompt
 from hippocamp.registry import register
 
@@ -79,7 +79,7 @@ class TerminalAgent:
                 messages.append({"role": "assistant", "content": text})
                 thought, command, answer, files = parse_turn(text)
                 if answer is not None:
-                    named = _existing(terminal, files) or _existing(terminal, files_in_text(answer, read))
+                    named = _existing(terminal, files) or _existing(terminal, mentioned_files(answer, read))
                     known = named or _existing(terminal, read)[-3:]
                     evidence = [EvidenceItem(file_path=f) for f in known]
                     return meter.answer(answer, files=known, evidence=evidence)
