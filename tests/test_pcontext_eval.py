@@ -224,3 +224,35 @@ def test_run_and_score_a_pcontext_suite(persona_set: Path, tmp_path: Path) -> No
     assert report.scored == 4 and report.summary["accuracy"] == 1.0
     assert report.summary["by_type"]["T5"]["verdicts"] == {"VERIFIED": 2}
     assert {s.judge for s in load_scores(out)} == {"pcontext-rubric"}
+
+
+def test_full_context_agent(persona_set: Path) -> None:
+    """The paper's protocol: every log line in the prompt, cited ids become located evidence; logs too
+    long for the budget end the episode honestly; a file profile is refused."""
+    import asyncio
+
+    from hippocamp.agents import Budget, make_agent
+    from hippocamp.models import get_model
+
+    suite = load_suite(f"pcontext:{persona_set}", SuiteOptions(embed=False))
+    try:
+        task = next(t for t in suite.tasks if t.id == "p2/p2-T1-01")
+        model = get_model(
+            "mock", outputs=["Eli manages asthma: the inhaler refill (m1, m2) and a pulmonology visit (e1)."]
+        )
+        answer = asyncio.run(make_agent("full-context").solve(task, suite.env(task), model, Budget()))
+        prompt = model.backend.requests[0].messages[0]["content"]
+        assert "inhaler refill" in prompt and "Pulmonology follow-up" in prompt and task.question in prompt
+        assert prompt.count("inhaler refill") == 1  # only this persona's logs, not p1's
+        assert answer.stop == "answered" and {e.locator["position"]["id"] for e in answer.evidence} == {
+            "m1",
+            "m2",
+            "e1",
+        }
+        assert all(e.file_path.startswith("p2/") for e in answer.evidence)
+        tight = asyncio.run(make_agent("full-context:50").solve(task, suite.env(task), model, Budget()))
+        assert tight.stop == "no_answer" and "do not fit" in tight.error
+        files_only = asyncio.run(make_agent("full-context").solve(task, object(), model, Budget()))
+        assert files_only.stop == "error" and "app-log environment" in files_only.error
+    finally:
+        suite.close()

@@ -40,6 +40,7 @@ BUILTINS: dict[str, tuple[str, ...]] = {
         "hippocamp.agents.external",
         "hippocamp.agents.retrieval",
         "hippocamp.agents.react",
+        "hippocamp.agents.full_context",
     ),
 }
 

@@ -248,6 +248,10 @@ class AppLogEnv(FilesEnv):
         except (TypeError, ValueError) as exc:
             return Observation(f"error: bad arguments for {name}: {exc}", ok=False, error=str(exc))
 
+    def logs(self) -> list[Segment]:
+        """Every message and event this environment may see, in time order (the full-context regime)."""
+        return sorted(self._segments(), key=lambda s: (str(s.meta.get("time") or s.meta.get("start") or ""), s.path))
+
     def _segments(self) -> list[Segment]:
         out = []
         for path in sorted(self.store.files()):

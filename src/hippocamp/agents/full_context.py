@@ -1,0 +1,63 @@
+"""``full-context``: P-ContextBench's protocol, every app log of the persona in the prompt at once.
+
+Works with an app-log environment (``pcontext:`` suites), whose ``logs()`` gives the persona's
+messages and events in time order. When they do not fit ``max_chars`` (the model's context, as
+characters), the episode ends with ``stop="no_answer"`` and says so: use an agentic agent then. The
+message and event ids the answer names become its evidence, located in the persona's logs.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar
+
+from hippocamp.agents._cite import model_failure
+from hippocamp.agents.base import Answer, Budget, BudgetExceeded, EvidenceItem, Meter, Task, load_prompt
+from hippocamp.registry import register
+
+__all__ = ["FullContextAgent"]
+
+
+@register("agent", "full-context")
+class FullContextAgent:
+    name: ClassVar[str] = "full-context"
+
+    def __init__(self, max_chars: int | str = 48_000):
+        self.max_chars = int(max_chars)
+
+    async def solve(self, task: Task, env: Any, model: Any, budget: Budget) -> Answer:
+        meter = Meter(budget)
+        logs = getattr(env, "logs", None)
+        if logs is None:
+            return meter.answer("", stop="error", error="full-context needs an app-log environment (a pcontext: suite)")
+        segments = logs()
+        text = "\n".join(s.text for s in segments)
+        if len(text) > self.max_chars:
+            return meter.answer(
+                "",
+                stop="no_answer",
+                error=f"the logs ({len(text)} characters) do not fit the context budget ({self.max_chars}); "
+                "use an agentic agent",
+            )
+        prompt = load_prompt("full_context.md", logs=text, question=task.question)
+        try:
+            gen = await meter.generate(model, [{"role": "user", "content": prompt}], max_tokens=500)
+        except BudgetExceeded as exc:
+            return meter.answer("", stop=exc.reason, error=str(exc))
+        except Exception as exc:
+            return model_failure(meter, exc)
+        by_id: dict[str, Any] = {}
+        for s in segments:
+            for key in ("message_id", "event_id"):
+                if s.meta.get(key):
+                    by_id[str(s.meta[key])] = s
+        named = [i for i in dict.fromkeys(re.findall(r"[\w:.-]+", gen.text)) if i in by_id]
+        evidence = [
+            EvidenceItem(
+                file_path=by_id[i].path,
+                locator=by_id[i].locator.dump() if by_id[i].locator else None,
+                text=by_id[i].text[:300],
+            )
+            for i in named
+        ]
+        return meter.answer(gen.text.strip(), evidence=evidence)
