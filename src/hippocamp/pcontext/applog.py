@@ -33,6 +33,7 @@ from hippocamp.paths import cache_dir
 from hippocamp.pcontext.timeref import annotate
 from hippocamp.perceive.run import FileResult, file_info
 from hippocamp.runs.suite import Suite, SuiteError, SuiteOptions
+from hippocamp.schema.io import RecordsFileError, json_objects
 from hippocamp.schema.locators import parse_locator
 from hippocamp.schema.segment import Segment
 from hippocamp.store import Store
@@ -70,18 +71,10 @@ class PersonaLogs:
 def _jsonl(path: Path) -> list[dict[str, Any]]:
     if not path.is_file():
         return []
-    out = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise SuiteError(f"{path}:{n}: not JSON ({exc})") from exc
-        if not isinstance(item, dict):
-            raise SuiteError(f"{path}:{n}: expected an object")
-        out.append(item)
-    return out
+    try:
+        return [item for _, item in json_objects(path)]
+    except RecordsFileError as exc:
+        raise SuiteError(str(exc)) from exc
 
 
 def persona_dirs(root: Path) -> list[Path]:

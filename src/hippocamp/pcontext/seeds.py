@@ -23,6 +23,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from hippocamp.schema.io import RecordsFileError, json_objects
 from hippocamp.schema.pcontext import Seed
 from hippocamp.synth.world import rng_for
 
@@ -310,19 +311,12 @@ def _row_to_known(row: dict[str, Any], where: str) -> dict[str, Any]:
 def _rows(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
     if path.suffix.lower() == ".csv":
         with path.open(newline="", encoding="utf-8") as fh:
-            for i, row in enumerate(csv.DictReader(fh), start=2):
-                yield i, row
+            yield from enumerate(csv.DictReader(fh), start=2)
         return
-    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise SeedError(f"{path}: line {i} is not JSON ({exc.msg})") from None
-        if not isinstance(row, dict):
-            raise SeedError(f"{path}: line {i} is not a JSON object")
-        yield i, row
+    try:
+        yield from json_objects(path)
+    except RecordsFileError as exc:
+        raise SeedError(str(exc)) from None
 
 
 def read_seed_file(path: Path, n: int, seed: int, flt: SeedFilter | None = None) -> list[Seed]:

@@ -10,6 +10,7 @@ line and column.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -19,7 +20,7 @@ from pydantic import ValidationError
 from hippocamp.schema.problems import Problem, short_repr
 from hippocamp.schema.record import HippoCampRecord
 
-__all__ = ["RecordsFile", "RecordsFileError", "dump_records", "read_records", "write_records"]
+__all__ = ["RecordsFile", "RecordsFileError", "dump_records", "json_objects", "read_records", "write_records"]
 
 Container = Literal["array", "object", "single", "jsonl"]
 _LIST_KEYS = ("records", "data", "questions", "items")
@@ -30,7 +31,7 @@ class RecordsFileError(Exception):
 
     def __init__(self, path: str | Path, message: str, line: int | None = None, column: int | None = None):
         self.path, self.line, self.column = str(path), line, column
-        where = f"{path}" + (f":{line}:{column}" if line is not None else "")
+        where = f"{path}" + (f":{line}" if line is not None else "") + (f":{column}" if column is not None else "")
         super().__init__(f"{where}: {message}")
 
 
@@ -51,6 +52,23 @@ class RecordsFile:
     @property
     def name(self) -> str:
         return self.path.stem
+
+
+def json_objects(path: str | Path, text: str | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The JSON objects of a JSON Lines file with their 1-based line numbers (blank lines skipped).
+    A line that is not JSON, or not an object, raises `RecordsFileError` naming the file, line and column."""
+    if text is None:
+        text = Path(path).read_text(encoding="utf-8")
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise RecordsFileError(path, f"not JSON ({exc.msg})", n, exc.colno) from None
+        if not isinstance(item, dict):
+            raise RecordsFileError(path, "expected a JSON object", n)
+        yield n, item
 
 
 def _decode(path: Path, text: str) -> tuple[Any, Container]:

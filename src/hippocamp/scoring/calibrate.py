@@ -12,13 +12,13 @@ how often it accepts the unchanged gold answer.
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hippocamp.schema.io import RecordsFileError, json_objects
 from hippocamp.scoring.judge import Judge, Judgment, cohen_kappa
 
 __all__ = ["Agreement", "LabeledRow", "agreement", "load_labeled", "perturb", "self_test"]
@@ -37,13 +37,11 @@ def load_labeled(path: str | Path) -> list[LabeledRow]:
     """Rows of a labeled-answers JSON Lines file; a bad line is an error naming the file and line."""
     rows = []
     path = Path(path)
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            d = json.loads(line)
-        except ValueError as exc:
-            raise ValueError(f"{path}:{n}: not JSON ({exc})") from None
+    try:
+        items = list(json_objects(path))
+    except RecordsFileError as exc:
+        raise ValueError(str(exc)) from None
+    for n, d in items:
         if "label" in d:
             label = str(d["label"]).lower()
             if label not in ("correct answer", "incorrect answer", "refusal"):

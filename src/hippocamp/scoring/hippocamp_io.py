@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from hippocamp.schema.io import RecordsFileError, json_objects
 from hippocamp.scoring.evidence import file_scores
 from hippocamp.scoring.judge import Judge
 
@@ -31,13 +32,10 @@ def read_rows(path: str | Path) -> list[dict[str, Any]]:
         data = json.loads(text)
         rows = data if isinstance(data, list) else [data]
     except ValueError:
-        rows = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except ValueError as exc:
-                    raise ValueError(f"{path}:{n}: not JSON ({exc})") from None
+        try:
+            rows = [row for _, row in json_objects(path, text)]
+        except RecordsFileError as exc:
+            raise ValueError(str(exc)) from None
     for i, row in enumerate(rows):
         missing = [f for f in FIELDS if f not in row]
         if missing:
