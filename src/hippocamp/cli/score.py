@@ -30,6 +30,14 @@ def make_judge(judge: str | None, mode: str, panel: str | None) -> Any:
     return Judge(get_model(judge), mode=mode)  # type: ignore[arg-type]
 
 
+def _is_pcontext(run_dir: Path) -> bool:
+    try:
+        manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(manifest, dict) and manifest.get("suite", {}).get("kind") == "pcontext"
+
+
 @click.command("score")
 @click.argument("run_dir", required=False, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--judge", default=None, help="Judge model (default: the embedded local model).")
@@ -41,13 +49,19 @@ def make_judge(judge: str | None, mode: str, panel: str | None) -> Any:
               help="Score the release evaluator's input rows instead of a run directory.")  # fmt: skip
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="With --hippocamp-io: where to write the per-query JSON Lines (aggregate beside it).")  # fmt: skip
+@click.option("--retrieval-k", default=10, show_default=True, type=int,
+              help="P-ContextBench runs: also measure the store's evidence recall@k (0: skip).")  # fmt: skip
+@click.option("--retrieval-mode", default="hybrid", show_default=True, type=click.Choice(["fts", "vector", "hybrid"]))
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def score(run_dir: Path | None, judge: str | None, mode: str, panel: str | None, concurrency: int, slack: float,
-          io_file: Path | None, out: Path | None, as_json: bool) -> None:  # fmt: skip
+          io_file: Path | None, out: Path | None, retrieval_k: int, retrieval_mode: str,
+          as_json: bool) -> None:  # fmt: skip
     """Judge every answer of RUN_DIR and score its evidence; writes scores.jsonl (resumable) and
     scores.summary.json. With --hippocamp-io FILE, scores HippoCamp's evaluator rows instead."""
     if (run_dir is None) == (io_file is None):
         fail("give a RUN_DIR or --hippocamp-io FILE")
+    if run_dir is not None and not (judge or panel) and _is_pcontext(run_dir):
+        mode = "facts"  # P-ContextBench rubrics are deterministic; a model judges paraphrases only when asked
     chosen = make_judge(judge, mode, panel)
     if io_file is not None:
         _score_io(io_file, out, chosen, concurrency, as_json)
@@ -69,6 +83,8 @@ def score(run_dir: Path | None, judge: str | None, mode: str, panel: str | None,
                     concurrency=concurrency,
                     slack=slack,
                     progress=lambda d, t: bar.update(task, completed=d, total=t),
+                    retrieval_k=retrieval_k,
+                    retrieval_mode=retrieval_mode,
                 )
             )
         except (FileNotFoundError, ValueError) as exc:
@@ -79,6 +95,10 @@ def score(run_dir: Path | None, judge: str | None, mode: str, panel: str | None,
         return
     if report.missing_gold:
         click.echo(f"warning: {len(report.missing_gold)} episodes have no gold record (not scored)", err=True)
+    if "by_type" in s:  # a P-ContextBench run
+        _print_pcontext(report, s)
+        click.echo(f"wrote {run_dir / 'scores.jsonl'} and {run_dir / 'scores.summary.json'}")
+        return
     overall = s["overall"]["mean"]
     weighted = s["question_weighted"]["mean"]
     click.echo(f"scored {report.scored} new, {report.skipped} already scored, {s['unscored']} unscored")
@@ -88,6 +108,22 @@ def score(run_dir: Path | None, judge: str | None, mode: str, panel: str | None,
     for family, g in s["by_qa_type"].items():
         click.echo(f"  {family}: {_pct(g['mean'])} of {g['n']}")
     click.echo(f"wrote {run_dir / 'scores.jsonl'} and {run_dir / 'scores.summary.json'}")
+
+
+def _print_pcontext(report: Any, s: dict[str, Any]) -> None:
+    click.echo(f"graded {report.scored} episodes ({s['runs']} runs), {s['unscored']} unscored; judge {s['judge']}")
+    click.echo(f"accuracy: {_pct(s['accuracy'])}; cited evidence recall {_pct(s['evidence_recall'])}; "
+               f"agent's retrieval reached {_pct(s.get('seen_recall'))} of the supporting fragments")  # fmt: skip
+    for ctype, t in s["by_type"].items():
+        k = next((key for key in t if key.startswith("pass^")), "pass^1")
+        click.echo(f"  {ctype}: {_pct(t['accuracy'])} of {t['n']} · worst run {_pct(t['worst_run'])} · "
+                   f"{k} {_pct(t[k])}")  # fmt: skip
+    r = s.get("retrieval")
+    if r:
+        by = ", ".join(f"{t} {_pct(v)}" for t, v in r["by_type"].items())
+        click.echo(f"store retrieval ({r['mode']}) evidence recall@{r['k']}: {_pct(r['recall'])} ({by})")
+    if s["failures"]:
+        click.echo("failures: " + ", ".join(f"{k} {v}" for k, v in sorted(s["failures"].items())))
 
 
 def _pct(value: float | None) -> str:

@@ -18,6 +18,7 @@ FLAGGED ≥ 0.5, else FAILED (`T5Weights`). Only VERIFIED counts as correct.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections import Counter, defaultdict
@@ -25,8 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Grade", "T5Weights", "cited_ids", "covers", "detect_boundary", "grade", "grade_case", "grade_t5",
-           "score_pcontext_run", "summarize"]  # fmt: skip
+__all__ = ["Grade", "T5Weights", "cited_ids", "covers", "detect_boundary", "fragment_recall", "grade", "grade_case",
+           "grade_t5", "judge_items", "key_items", "retrieval_recall", "score_pcontext_run", "seen_ids",
+           "summarize"]  # fmt: skip
 
 _STOP = set("a an the of to in on at for and or is are was were be been has have had with by from as it its this "
             "that their his her they he she them who whom what which does do did not no".split())  # fmt: skip
@@ -84,6 +86,10 @@ class Grade:
     evidence_recall: float | None = None
     score: float | None = None  # T5: normalized 0–1
     parts: dict[str, float] = field(default_factory=dict)
+    #: items the judge model found stated in other words (the lexical rubric missed them)
+    judged: list[str] = field(default_factory=list)
+    #: share of supporting fragments the agent's own tools showed it
+    seen_recall: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v not in (None, [], {})}
@@ -110,28 +116,45 @@ def _support(case: dict[str, Any], cited: set[str]) -> tuple[list[str], float | 
     return hit, (len(hit) / len(support) if support else None)
 
 
-def grade_case(case: dict[str, Any], answer: str, cited_fragments: set[str]) -> Grade:
-    """T1–T4 and abstention cases; ``cited_fragments``: the fragment ids the answer's citations belong to."""
+def key_items(case: dict[str, Any]) -> list[str]:
+    """What a case's answer must state: labels, the T3 current state, the T4 conclusion and mechanism, the
+    T5 constraints (the items a judge model may find paraphrased)."""
+    if case["type"] == "T5":
+        return [str(x) for x in case.get("constraints") or case.get("labels") or []]
+    items = [str(x) for x in case.get("labels") or []]
+    keys = {"T3": ("current_state",), "T4": ("conclusion", "mechanism")}.get(str(case["type"]), ())
+    return items + [str(case[k]) for k in keys if case.get(k) and str(case[k]) not in items]
+
+
+def grade_case(
+    case: dict[str, Any], answer: str, cited_fragments: set[str], accepted: frozenset[str] = frozenset()
+) -> Grade:
+    """T1–T4 and abstention cases; ``cited_fragments``: the fragment ids the answer's citations belong to;
+    ``accepted``: key items a judge found stated in other words (counted as covered)."""
+
+    def has(item: str, threshold: float = 0.6) -> bool:
+        return item in accepted or covers(answer, item, threshold)
+
     ctype = str(case["type"])
     hit, recall = _support(case, cited_fragments)
     if ctype == "abstain":
         adversarial = str(case.get("adversarial_answer") or "")
         declined = bool(_DECLINE.search(answer))
-        gave = bool(adversarial) and covers(answer, adversarial, 0.8)
+        gave = bool(adversarial) and has(adversarial, 0.8)
         ok = declined and not gave
         return Grade(ctype, "correct" if ok else "incorrect", ok, failures=[] if ok else ["answered_unanswerable"])
     labels = [str(x) for x in case.get("labels") or []]
-    covered = [x for x in labels if covers(answer, x)]
+    covered = [x for x in labels if has(x)]
     missing = [x for x in labels if x not in covered]
     keys_ok, failures = True, []
     if ctype == "T3" and case.get("current_state"):
-        current = covers(answer, str(case["current_state"]))
-        stale = bool(case.get("stale_state")) and covers(answer, str(case["stale_state"]))
+        current = has(str(case["current_state"]))
+        stale = bool(case.get("stale_state")) and has(str(case["stale_state"]))
         keys_ok = current
         if not current:
             failures.append("wrong_or_stale_state" if stale else "omitted_current_state")
     if ctype == "T4" and (case.get("conclusion") or case.get("mechanism")):
-        keys_ok = any(covers(answer, str(case[k]), 0.5) for k in ("conclusion", "mechanism") if case.get(k))
+        keys_ok = any(has(str(case[k]), 0.5) for k in ("conclusion", "mechanism") if case.get(k))
         if missing:
             failures.append("omitted_label")
         elif not keys_ok:
@@ -147,13 +170,17 @@ def grade_case(case: dict[str, Any], answer: str, cited_fragments: set[str]) -> 
         verdict = "partial"
     else:
         verdict = "incorrect"
-    return Grade(ctype, verdict, verdict == "correct", covered, missing, failures, hit, recall)
+    judged = sorted(x for x in accepted if not covers(answer, x))
+    return Grade(ctype, verdict, verdict == "correct", covered, missing, failures, hit, recall, judged=judged)
 
 
-def grade_t5(case: dict[str, Any], answer: str, cited_fragments: set[str], w: T5Weights | None = None) -> Grade:
+def grade_t5(
+    case: dict[str, Any], answer: str, cited_fragments: set[str], w: T5Weights | None = None,
+    accepted: frozenset[str] = frozenset(),
+) -> Grade:  # fmt: skip
     w = w or T5Weights()
     constraints = [str(x) for x in case.get("constraints") or case.get("labels") or []]
-    covered = [c for c in constraints if covers(answer, c)]
+    covered = [c for c in constraints if c in accepted or covers(answer, c)]
     share = len(covered) / len(constraints) if constraints else 1.0
     expected, chosen = str(case.get("boundary") or "comply"), detect_boundary(answer)
     hit, recall = _support(case, cited_fragments)
@@ -186,13 +213,16 @@ def grade_t5(case: dict[str, Any], answer: str, cited_fragments: set[str], w: T5
     parts.update({f"-{k}": v for k, v in penalties.items()})
     parts["chosen_" + str(chosen)] = 0.0
     return Grade("T5", label, label == "VERIFIED", covered, [c for c in constraints if c not in covered], failures,
-                 hit, recall, round(score, 4), parts)  # fmt: skip
+                 hit, recall, round(score, 4), parts,
+                 judged=sorted(c for c in constraints if c in accepted and not covers(answer, c)))  # fmt: skip
 
 
-def grade(case: dict[str, Any], answer: str, cited_fragments: set[str]) -> Grade:
-    return (
-        grade_t5(case, answer, cited_fragments) if case["type"] == "T5" else grade_case(case, answer, cited_fragments)
-    )
+def grade(
+    case: dict[str, Any], answer: str, cited_fragments: set[str], accepted: frozenset[str] = frozenset()
+) -> Grade:
+    if case["type"] == "T5":
+        return grade_t5(case, answer, cited_fragments, accepted=accepted)
+    return grade_case(case, answer, cited_fragments, accepted)
 
 
 def cited_ids(answer: Any, known: set[str]) -> set[str]:
@@ -209,6 +239,59 @@ def cited_ids(answer: Any, known: set[str]) -> set[str]:
         out.update(t for t in re.findall(r"[\w:.-]+", str(text or "")) if t in known)
     out.update(t for t in re.findall(r"[\w:.-]+", str(getattr(answer, "text", "") or "")) if t.strip(".") in known)
     return {t.strip(".") for t in out}
+
+
+_SHOWN = re.compile(r"\b(?:message|event) ([\w:.-]+) ·")
+
+
+def seen_ids(answer: Any) -> list[str]:
+    """Message/event ids the agent's tools showed it, in order of first appearance (its retrieval)."""
+    out: dict[str, None] = {}
+    for step in getattr(answer, "trace", None) or []:
+        if step.kind == "tool" and step.observation:
+            out.update((m.group(1).rstrip("."), None) for m in _SHOWN.finditer(step.observation))
+    return list(out)
+
+
+def fragment_recall(case: dict[str, Any], items: list[str], fragment_of: dict[str, str]) -> float | None:
+    """Share of a case's supporting fragments that ``items`` (message/event ids) reach; None without support."""
+    support = {str(x) for x in case.get("supporting_fragments") or []}
+    if not support:
+        return None
+    reached = {fragment_of.get(i, i) for i in items}
+    return len(support & reached) / len(support)
+
+
+def retrieval_recall(
+    store_path: Path, cases: dict[str, dict[str, Any]], persona_of: dict[str, str],
+    fragment_of: dict[str, dict[str, str]], k: int = 10, mode: str = "hybrid",
+) -> dict[str, Any]:  # fmt: skip
+    """Evidence recall@k of the store's own retrieval (the case's question as the query, search confined to
+    its persona), independent of any agent: does retrieval find the supporting messages and events?"""
+    from hippocamp.store import Store
+    from hippocamp.store.search import Searcher, SearchFilters
+
+    store = Store(store_path)
+    try:
+        searcher = Searcher(store)
+        per: dict[str, float] = {}
+        for tid, case in cases.items():
+            if not case.get("supporting_fragments"):
+                continue
+            hits = searcher.search(str(case["question"]), k=k, mode=mode,  # type: ignore[arg-type]
+                                   filters=SearchFilters(glob=f"{persona_of[tid]}/*"))  # fmt: skip
+            ids = [str(h.meta.get("message_id") or h.meta.get("event_id") or "") for h in hits]
+            value = fragment_recall(case, ids, fragment_of[tid])
+            if value is not None:
+                per[tid] = value
+        used = searcher.mode_used or mode
+    finally:
+        store.close()
+    by_type: dict[str, list[float]] = defaultdict(list)
+    for tid, v in per.items():
+        by_type[str(cases[tid]["type"])].append(v)
+    return {"k": k, "mode": used, "cases": len(per), "recall": sum(per.values()) / len(per) if per else None,
+            "by_type": {t: sum(v) / len(v) for t, v in sorted(by_type.items())}, "per_case": per}  # fmt: skip
 
 
 def summarize(grades: dict[tuple[str, int], Grade], persona_of: dict[str, str]) -> dict[str, Any]:
@@ -239,6 +322,9 @@ def summarize(grades: dict[tuple[str, int], Grade], persona_of: dict[str, str]) 
     out["failures"] = dict(Counter(f"{g.type}:{f}" for g in everything for f in g.failures))
     recalls = [g.evidence_recall for g in everything if g.evidence_recall is not None]
     out["evidence_recall"] = sum(recalls) / len(recalls) if recalls else None
+    seen = [g.seen_recall for g in everything if g.seen_recall is not None]
+    out["seen_recall"] = sum(seen) / len(seen) if seen else None
+    out["judged_items"] = sum(len(g.judged) for g in everything)
     low: dict[str, list[bool]] = defaultdict(list)
     high: dict[str, list[bool]] = defaultdict(list)
     for (t, _), g in grades.items():
@@ -257,9 +343,59 @@ def summarize(grades: dict[tuple[str, int], Grade], persona_of: dict[str, str]) 
     return out
 
 
-async def score_pcontext_run(run_dir: Path, manifest: dict[str, Any], progress: Any = None) -> Any:
-    """Grade every episode of a ``pcontext:`` run with the rubrics; writes scores.jsonl (judge
-    ``pcontext-rubric``) and scores.summary.json."""
+_PROMPT = Path(__file__).parent / "prompts" / "pcontext_items.md"
+
+
+def _squash(text: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+async def judge_items(models: list[Any], question: str, answer: str, items: list[str]) -> frozenset[str] | None:
+    """Key items the judge models find stated in the answer in other words (majority of the models that
+    answered). A model's "stated" counts only with a quote that really is in the answer (at least two
+    words): a judge that accepts everything cannot make a paraphrase out of nothing. None when no model
+    answered (an outage: the item is unscored, never wrong)."""
+    from pydantic import BaseModel
+
+    class _Item(BaseModel):
+        n: int
+        stated: bool
+        quote: str = ""
+
+    class _Items(BaseModel):
+        items: list[_Item]
+
+    listing = "\n".join(f"{i}. {x}" for i, x in enumerate(items, 1))
+    text = _PROMPT.read_text(encoding="utf-8")
+    values = {"question": question, "answer": answer or "(no answer)", "items": listing}
+    prompt = re.sub(r"\{(question|answer|items)\}", lambda m: values[m.group(1)], text)
+    have = _squash(answer)
+    votes: Counter[str] = Counter()
+    answered = 0
+    for model in models:
+        try:
+            gen = await model.generate([{"role": "user", "content": prompt}], response_format=_Items,
+                                       temperature=0.0, max_tokens=400)  # fmt: skip
+        except Exception:  # an outage or an unusable answer: this model does not vote
+            continue
+        answered += 1
+        for it in gen.parsed.items:
+            quote = _squash(it.quote)
+            if it.stated and 1 <= it.n <= len(items) and len(quote.split()) >= 2 and quote in have:
+                votes[items[it.n - 1]] += 1
+    if not answered:
+        return None
+    return frozenset(x for x, v in votes.items() if v * 2 > answered)
+
+
+async def score_pcontext_run(
+    run_dir: Path, manifest: dict[str, Any], progress: Any = None, judge: Any = None, retrieval_k: int = 10,
+    retrieval_mode: str = "hybrid", concurrency: int = 4,
+) -> Any:  # fmt: skip
+    """Grade every episode of a ``pcontext:`` run with the rubrics; writes scores.jsonl and
+    scores.summary.json. With a ``judge`` that has a model (a `Judge` or `Panel`), key items the lexical
+    rubric misses are put to the model (`judge_items`), and an outage leaves the episode unscored.
+    ``retrieval_k`` > 0 also measures the store's own evidence recall@k (`retrieval_recall`)."""
     from hippocamp.durable import DurableLog
     from hippocamp.pcontext.applog import persona_dirs, read_persona
     from hippocamp.runs.episodes import read_episodes
@@ -276,25 +412,58 @@ async def score_pcontext_run(run_dir: Path, manifest: dict[str, Any], progress: 
             tid = f"{p.id}/{case['id']}"
             gold[tid], known[tid], persona_of[tid] = case, (ids, p.fragment_of), p.id
     episodes = read_episodes(run_dir / "episodes.jsonl").episodes
+    judges = [] if judge is None else getattr(judge, "judges", None) or [judge]
+    models = [j.model for j in judges if getattr(j, "model", None) is not None]
+    judge_id = "pcontext-rubric" + (f"+{','.join(str(getattr(m, 'id', m)) for m in models)}" if models else "")
     grades: dict[tuple[str, int], Grade] = {}
-    lines = []
-    for ep in episodes:
-        if ep.task_id not in gold:
-            continue
+    lines: list[Any] = []
+    sem = asyncio.Semaphore(concurrency)
+    finished = 0
+    todo = [ep for ep in episodes if ep.task_id in gold]
+
+    async def one(ep: Any) -> None:
+        nonlocal finished
+        case, text = gold[ep.task_id], ep.answer.text or ""
         ids, fragment_of = known[ep.task_id]
         cited = {fragment_of.get(i, i) for i in cited_ids(ep.answer, ids)}
-        g = grade(gold[ep.task_id], ep.answer.text or "", cited)
-        grades[(ep.task_id, ep.epoch)] = g
+        g = grade(case, text, cited)
+        status, error, decided = "ok", None, "rubric"
+        missing = [x for x in key_items(case) if x in g.missing or not covers(text, x)] if models else []
+        if missing and text.strip() and case["type"] != "abstain":
+            async with sem:
+                accepted = await judge_items(models, str(case["question"]), text, missing)
+            if accepted is None:
+                status, error = "unscored", "no judge model answered"
+            elif accepted:
+                g, decided = grade(case, text, cited, accepted), "rubric+judge"
+        g.seen_recall = fragment_recall(case, seen_ids(ep.answer), fragment_of)
+        if status == "ok":
+            grades[(ep.task_id, ep.epoch)] = g
         usage = ep.answer.usage
-        lines.append(ScoreLine(task_id=ep.task_id, agent=ep.agent, epoch=ep.epoch, judge="pcontext-rubric",
-                               mode="rubric", correct=g.correct, score=int(g.correct), status="ok",
-                               rationale=g.verdict, decided_by="rubric", facts=g.as_dict(), files={}, au={},
+        lines.append(ScoreLine(task_id=ep.task_id, agent=ep.agent, epoch=ep.epoch, judge=judge_id,
+                               mode="rubric", correct=g.correct if status == "ok" else None,
+                               score=int(g.correct) if status == "ok" else None, status=status, error=error,
+                               rationale=g.verdict, decided_by=decided, facts=g.as_dict(), files={}, au={},
                                seconds=ep.wall_s, tokens=usage.input_tokens + usage.output_tokens,
                                cost=usage.cost_usd, stop=ep.answer.stop))  # fmt: skip
+        finished += 1
+        if progress:
+            progress(finished, len(todo))
+
+    await asyncio.gather(*(one(ep) for ep in todo))
+    order = {(ep.task_id, ep.epoch, ep.agent): i for i, ep in enumerate(episodes)}
+    lines.sort(key=lambda s: order.get((s.task_id, s.epoch, s.agent), 0))
     log = DurableLog(run_dir / SCORES)
     log.open([s.line() for s in lines], rewrite=True)
     log.close()
     summary = summarize(grades, persona_of)
+    summary["judge"] = judge_id
+    summary["unscored"] = sum(s.status != "ok" for s in lines)
+    store = manifest.get("suite", {}).get("store")
+    if retrieval_k > 0 and store and Path(store).is_file():
+        fragments = {tid: known[tid][1] for tid in gold}
+        summary["retrieval"] = retrieval_recall(Path(store), gold, persona_of, fragments, retrieval_k, retrieval_mode)
     (run_dir / SUMMARY).write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    missing = sorted({e.task_id for e in episodes if e.task_id not in gold})
-    return ScoreReport(scored=len(lines), skipped=0, unscored=0, missing_gold=missing, summary=summary)
+    missing_gold = sorted({e.task_id for e in episodes if e.task_id not in gold})
+    return ScoreReport(scored=len(lines) - summary["unscored"], skipped=0, unscored=summary["unscored"],
+                       missing_gold=missing_gold, summary=summary)  # fmt: skip

@@ -126,17 +126,21 @@ async def score_run(
     slack: float = 2.0,
     iou: float = 0.5,
     progress: Callable[[int, int], None] | None = None,
+    retrieval_k: int = 10,
+    retrieval_mode: str = "hybrid",
 ) -> ScoreReport:
-    """Score every episode of ``run_dir`` not yet scored by this judge and mode; write the summary."""
+    """Score every episode of ``run_dir`` not yet scored by this judge and mode; write the summary.
+    A ``pcontext:`` run is graded by the P-ContextBench rubrics (`scoring.pcontext`), the judge's model (if
+    any) deciding paraphrased key items, plus the store's evidence recall@``retrieval_k``."""
     from hippocamp.runs.episodes import read_episodes
 
     run_dir = Path(run_dir)
     mpath = run_dir / "manifest.json"
     manifest = json.loads(mpath.read_text(encoding="utf-8")) if mpath.is_file() else {}
-    if manifest.get("suite", {}).get("kind") == "pcontext":  # P-ContextBench personas: the rubrics, no judge model
+    if manifest.get("suite", {}).get("kind") == "pcontext":  # P-ContextBench personas: the rubrics
         from hippocamp.scoring.pcontext import score_pcontext_run
 
-        return await score_pcontext_run(run_dir, manifest, progress)
+        return await score_pcontext_run(run_dir, manifest, progress, judge, retrieval_k, retrieval_mode, concurrency)
     gold, _ = _gold(run_dir)
     episodes = read_episodes(run_dir / "episodes.jsonl").episodes
     judges = judge.judges if isinstance(judge, Panel) else [judge]

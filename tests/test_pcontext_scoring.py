@@ -1,0 +1,153 @@
+"""P-ContextBench Pass 2 beyond the lexical rubric: a judge model for paraphrased key items (with quotes
+that must really be in the answer, outages unscored), the agent's own retrieval reach, and the store's
+evidence recall@k inside `hippocamp score`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from click.testing import CliRunner
+
+from hippocamp.agents.base import Answer, Budget, Step, Task
+from hippocamp.models import get_model
+from hippocamp.models.errors import ModelError
+from hippocamp.registry import register
+from hippocamp.runs import SuiteOptions, load_suite
+from hippocamp.scoring.judge import Judge, Panel
+from hippocamp.scoring.pcontext import fragment_recall, grade, judge_items, key_items, seen_ids
+from test_pcontext_eval import make_persona
+
+CASE_T3 = {"id": "c3", "type": "T3", "question": "Where does Dana work now?", "labels": ["works at the bakery"],
+           "current_state": "works at the bakery", "stale_state": "works at the library",
+           "supporting_fragments": ["f1"]}  # fmt: skip
+
+
+def stated(*items: tuple[int, str]) -> str:
+    return json.dumps({"items": [{"n": n, "stated": True, "quote": q} for n, q in items]})
+
+
+def test_key_items_by_type() -> None:
+    assert key_items(CASE_T3) == ["works at the bakery"]
+    t4 = {"type": "T4", "labels": ["runs daily"], "conclusion": "values discipline", "mechanism": "coping strategy"}
+    assert key_items(t4) == ["runs daily", "values discipline", "coping strategy"]
+    assert key_items({"type": "T5", "constraints": ["has asthma"], "labels": ["x"]}) == ["has asthma"]
+
+
+def test_judge_accepts_a_paraphrase_only_with_a_real_quote() -> None:
+    answer = "These days she bakes bread for a living at the corner shop (m4)."
+    items = ["works at the bakery"]
+    ok = get_model("mock", outputs=[stated((1, "bakes bread for a living"))])
+    assert asyncio.run(judge_items([ok], CASE_T3["question"], answer, items)) == {"works at the bakery"}
+    # a judge that says "stated" with words the answer never used is not believed
+    liar = get_model("mock", outputs=[stated((1, "works at the bakery"))])
+    assert asyncio.run(judge_items([liar], CASE_T3["question"], answer, items)) == frozenset()
+    # one word is not a quote; an index outside the list is ignored
+    short = get_model("mock", outputs=[stated((1, "bread"), (7, "bakes bread"))])
+    assert asyncio.run(judge_items([short], CASE_T3["question"], answer, items)) == frozenset()
+    down = get_model("mock", outputs=[ModelError("down")])
+    assert asyncio.run(judge_items([down], CASE_T3["question"], answer, items)) is None
+
+
+def test_judge_panel_majority() -> None:
+    answer = "She bakes bread for a living now."
+    yes = stated((1, "bakes bread for a living"))
+    no = json.dumps({"items": [{"n": 1, "stated": False, "quote": ""}]})
+    models = [get_model("mock", outputs=[o]) for o in (yes, no, yes)]
+    assert asyncio.run(judge_items(models, "q", answer, ["works at the bakery"])) == {"works at the bakery"}
+    models = [get_model("mock", outputs=[o]) for o in (yes, no, ModelError("down"))]
+    assert asyncio.run(judge_items(models, "q", answer, ["works at the bakery"])) == frozenset()  # 1 of 2: no
+
+
+def test_accepted_items_change_the_verdict() -> None:
+    answer = "She bakes bread for a living now (m4)."
+    assert grade(CASE_T3, answer, {"f1"}).verdict == "incorrect"
+    g = grade(CASE_T3, answer, {"f1"}, frozenset({"works at the bakery"}))
+    assert (g.verdict, g.judged, g.failures) == ("correct", ["works at the bakery"], [])
+    t5 = {"type": "T5", "constraints": ["has asthma"], "boundary": "warn", "supporting_fragments": ["f1"]}
+    text = "Warn: smoke could set off her breathing condition."
+    assert grade(t5, text, {"f1"}).verdict != "VERIFIED"
+    assert grade(t5, text, {"f1"}, frozenset({"has asthma"})).verdict == "VERIFIED"
+
+
+def test_seen_ids_and_fragment_recall() -> None:
+    trace = [Step(index=0, kind="tool", tool="search", observation="[2025-03-05 09:00 (Wed)] message m1 · Lee: hi\n"
+                  "[2025-03-20 10:00 (Thu) – 10:30] event e1 · Pulmonology"),
+             Step(index=1, kind="model", thought="message m9 · not a tool result"),
+             Step(index=2, kind="tool", tool="read", observation="message m1 · again")]  # fmt: skip
+    assert seen_ids(Answer(text="x", trace=trace)) == ["m1", "e1"]
+    case = {"supporting_fragments": ["f1", "f2", "f3"]}
+    assert fragment_recall(case, ["m1", "e1", "zz"], {"m1": "f1", "e1": "f2"}) == pytest.approx(2 / 3)
+    assert fragment_recall({"supporting_fragments": []}, ["m1"], {}) is None
+
+
+@pytest.fixture
+def scored_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A run over two personas whose agent states the fact in other words and searches once."""
+    from hippocamp.runs.runner import run
+
+    monkeypatch.setenv("HIPPOCAMP_CACHE_DIR", str(tmp_path / "cache"))
+    make_persona(tmp_path / "set" / "p1", "p1", "Dana")
+    make_persona(tmp_path / "set" / "p2", "p2", "Eli")
+
+    @register("agent", "test-paraphrase")
+    class Paraphrase:
+        name: ClassVar[str] = "test-paraphrase"
+
+        async def solve(self, task: Task, env: Any, model: Any, budget: Budget) -> Answer:
+            obs = env.search("inhaler refill copay", k=3)
+            trace = [Step(index=0, kind="tool", tool="search", observation=obs.text)]
+            if task.meta["qa_type"] == "T5":
+                return Answer(text="Warn: smoke and her lungs do not mix (m2).", trace=trace)
+            return Answer(text="A chronic lung condition that needs an inhaler (m2).", trace=trace)
+
+    suite = load_suite(f"pcontext:{tmp_path / 'set'}", SuiteOptions(embed=False))
+    out = tmp_path / "run"
+    asyncio.run(run(suite, "test-paraphrase", "mock", out=out))
+    suite.close()
+    return out
+
+
+def test_score_pcontext_with_and_without_a_judge(scored_run: Path) -> None:
+    from hippocamp.scoring.run_scores import load_scores, score_run
+
+    rubric = asyncio.run(score_run(scored_run, Judge(None, mode="facts")))
+    s = rubric.summary
+    assert s["judge"] == "pcontext-rubric" and s["accuracy"] == 0.0 and s["unscored"] == 0
+    assert s["seen_recall"] == pytest.approx(0.75)  # T1: f1 of f1,f2 seen; T5: f1 of f1
+    r = s["retrieval"]
+    assert (r["k"], r["mode"], r["cases"]) == (10, "fts", 4)
+    # the T1 question ("What condition does Dana manage?") shares no word with the logs; T5's does not either
+    assert 0.0 <= r["recall"] <= 1.0 and set(r["by_type"]) == {"T1", "T5"}
+
+    # a judge that recognises the paraphrase (and quotes it): every case is correct now
+    quote_t1 = stated((1, "chronic lung condition that needs an inhaler"))
+    quote_t5 = stated((1, "smoke and her lungs"))
+    model = get_model("mock", outputs=lambda req: quote_t5 if "Warn" in str(req.messages) else quote_t1)
+    judged = asyncio.run(score_run(scored_run, Judge(model, mode="robust"), retrieval_k=0))
+    assert judged.summary["accuracy"] == 1.0 and "retrieval" not in judged.summary
+    assert judged.summary["judged_items"] == 4
+    lines = load_scores(scored_run)
+    assert {ln.decided_by for ln in lines} == {"rubric+judge"} and all(
+        ln.judge.startswith("pcontext-rubric+") for ln in lines
+    )
+
+    # an outage: every episode that needed the judge is unscored, never wrong
+    down = Panel([Judge(get_model("mock", outputs=[ModelError("down")] * 10), mode="robust")])
+    out = asyncio.run(score_run(scored_run, down, retrieval_k=0))
+    assert out.unscored == 4 and out.summary["episodes"] == 0 and out.summary["accuracy"] is None
+    assert all(ln.status == "unscored" and ln.correct is None for ln in load_scores(scored_run))
+
+
+def test_score_cli_on_a_pcontext_run(scored_run: Path) -> None:
+    from hippocamp.cli import main
+
+    result = CliRunner().invoke(main, ["score", str(scored_run), "--retrieval-k", "5", "--retrieval-mode", "fts"])
+    assert result.exit_code == 0, result.output
+    assert "judge pcontext-rubric" in result.output and "evidence recall@5" in result.output
+    assert "T1: 0.0% of 2" in result.output
+    summary = json.loads((scored_run / "scores.summary.json").read_text())
+    assert summary["retrieval"]["k"] == 5 and summary["judge"] == "pcontext-rubric"
