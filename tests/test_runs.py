@@ -334,10 +334,11 @@ def test_run_command_and_unknown_agent(synth_small: Path, synth_indexed: tuple[P
             "--no-ocr", "--no-asr", "--no-embed"]  # fmt: skip
     result = CliRunner().invoke(main, [*base, "--agent", "t-script", "--limit", "3", "--epochs", "2"])
     assert result.exit_code == 0, result.output
-    assert "6 done, 0 skipped" in result.output and "answered 6" in result.output
+    flat = " ".join(result.output.split())  # rich wraps long run paths
+    assert "6 done, 0 skipped" in flat and "answered 6" in flat
     assert len(lines(out)) == 6
     result = CliRunner().invoke(main, [*base, "--agent", "t-script", "--limit", "3", "--epochs", "2"])
-    assert result.exit_code == 0 and "0 done, 6 skipped" in result.output
+    assert result.exit_code == 0 and "0 done, 6 skipped" in " ".join(result.output.split())
     result = CliRunner().invoke(main, [*base, "--agent", "t-script", "--limit", "4"])
     assert result.exit_code == 2 and "limit: 3 (recorded) != 4 (now)" in result.output
     result = CliRunner().invoke(main, [*base, "--agent", "nope"])
@@ -363,3 +364,18 @@ def test_ask_command(synth_small: Path, synth_indexed: tuple[Path, Path], monkey
     monkeypatch.setattr("hippocamp.models.local_models.is_installed", lambda name: False)
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2 and "hippocamp models install" in result.output and "--model" in result.output
+
+
+def test_select_tasks_stratified_per_type() -> None:
+    from hippocamp.agents.base import Task
+    from hippocamp.runs.runner import select_tasks
+
+    tasks = [Task(id=f"q{i}", question="?", meta={"qa_type": "T1" if i % 3 else "T2"}) for i in range(12)]
+    picked = select_tasks(tasks, per_type=2)
+    assert [t.id for t in picked] == ["q0", "q1", "q6", "q7"]  # T2: q0,q3,q6,q9 -> q0,q6; T1: 8 of them -> q1,q7
+    assert len(select_tasks(tasks, per_type=100)) == 12 and [t.id for t in select_tasks(tasks, limit=3)] == [
+        "q0",
+        "q1",
+        "q2",
+    ]
+    assert [t.id for t in select_tasks(tasks, limit=1, per_type=2)] == ["q0"]

@@ -97,6 +97,8 @@ def budget_options(fn: Any) -> Any:
 @click.option("--epochs", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True, help="Episodes at once.")
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first K tasks.")
+@click.option("--per-type", type=click.IntRange(min=1),
+              help="Only K tasks of each question type, spread over the suite (a stratified sample).")  # fmt: skip
 @budget_options
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="The run directory.")
 @suite_options
@@ -108,6 +110,7 @@ def run_cmd(
     epochs: int,
     concurrency: int,
     limit: int | None,
+    per_type: int | None,
     max_steps: int,
     max_tokens: int,
     max_seconds: float,
@@ -145,7 +148,8 @@ def run_cmd(
                 bar.update(bar_id, completed=done, total=total, stops=text)
 
             summary = asyncio.run(run(suite, agent, model_spec, out=out, epochs=epochs, concurrency=concurrency,
-                                      limit=limit, budget=_budget(max_steps, max_tokens, max_seconds),
+                                      limit=limit, per_type=per_type,
+                                      budget=_budget(max_steps, max_tokens, max_seconds),
                                       progress=progress))  # fmt: skip
     except KeyboardInterrupt:
         out_console.print("[yellow]interrupted: finished episodes are saved; run the same command to continue[/]")

@@ -146,6 +146,7 @@ class _Session:
     timeout_slack: float
     secrets: list[str]
     progress: RunProgress | None
+    per_type: int | None = None
     finished: list[Episode] = field(default_factory=list)
 
     @property
@@ -198,6 +199,7 @@ class _Session:
                 "budget": self.budget.as_dict(),
                 "epochs": self.epochs,
                 "limit": self.limit,
+                **({"per_type": self.per_type} if self.per_type else {}),
                 "timeout_slack_s": self.timeout_slack,
             },
             self.secrets,
@@ -231,7 +233,7 @@ class _Session:
         }
         write_manifest(manifest_path, scrub(manifest, self.secrets))
 
-        tasks = self.suite.tasks[: self.limit] if self.limit else self.suite.tasks
+        tasks = select_tasks(self.suite.tasks, self.limit, self.per_type)
         planned = [(t, e) for e in range(1, self.epochs + 1) for t in tasks]
         keys = {(t.id, self.agent, e) for t, e in planned}
         have: dict[EpisodeKey, Episode] = {e.key: e for e in found.episodes if e.key in keys}
@@ -266,6 +268,19 @@ class _Session:
         return summary
 
 
+def select_tasks(tasks: list[Task], limit: int | None = None, per_type: int | None = None) -> list[Task]:
+    """The tasks a run covers: with ``per_type``, that many of each question type (``meta["qa_type"]``),
+    spread evenly over the suite's order (a stratified sample that reaches every persona or profile); then
+    the first ``limit``."""
+    if per_type:
+        groups: dict[str, list[int]] = {}
+        for i, t in enumerate(tasks):
+            groups.setdefault(str(t.meta.get("qa_type") or "unknown"), []).append(i)
+        keep = {g[(j * len(g)) // min(per_type, len(g))] for g in groups.values() for j in range(min(per_type, len(g)))}
+        tasks = [t for i, t in enumerate(tasks) if i in keep]
+    return tasks[:limit] if limit else tasks
+
+
 async def run(
     suite: Suite,
     agent: str,
@@ -275,6 +290,7 @@ async def run(
     epochs: int = 1,
     concurrency: int = 4,
     limit: int | None = None,
+    per_type: int | None = None,
     budget: Budget | None = None,
     model_options: dict[str, Any] | None = None,
     timeout_slack: float = 5.0,
@@ -289,6 +305,8 @@ async def run(
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
     if limit is not None and limit < 1:
         raise ValueError(f"limit must be at least 1, got {limit}")
+    if per_type is not None and per_type < 1:
+        raise ValueError(f"per_type must be at least 1, got {per_type}")
     if not suite.tasks:
         raise ValueError(f"suite {suite.spec!r} has no tasks (no records found)")
     agent_factory(agent)  # an unknown agent fails before anything is written
@@ -309,6 +327,7 @@ async def run(
         epochs=epochs,
         concurrency=concurrency,
         limit=limit,
+        per_type=per_type,
         budget=budget or Budget(),
         timeout_slack=timeout_slack,
         secrets=secrets,
