@@ -28,7 +28,7 @@ from hippocamp.registry import register
 from hippocamp.report import fmt
 from hippocamp.report.build import Report, ReportError, build_report
 from hippocamp.report.html import render_html
-from hippocamp.report.markdown import render_markdown
+from hippocamp.report.markdown import md_escape, render_markdown
 from hippocamp.runs import SuiteOptions, load_suite, run
 from hippocamp.scoring.judge import Judge
 from hippocamp.scoring.run_scores import SUMMARY, load_scores, score_run
@@ -266,3 +266,266 @@ def test_report_renders_in_headless_chromium(runs: list[Path], tmp_path: Path) -
         with Image.open(io.BytesIO(base64.b64decode(data))) as im:
             im.verify()
     assert html.count("<details") == 21 and MALICIOUS not in html
+
+
+# -- P-ContextBench runs -------------------------------------------------------------------------------
+HOSTILE = '<img src=x onerror="alert(2)">'
+
+
+@register("agent", "test-report-pc")
+class PContextAgent:
+    """Scripted by case: a quarter always right, a quarter right once then wrong (so worst run and Pass^2
+    fall below accuracy), the rest wrong in a type-specific way (stale state, missing conclusion, refusal,
+    blind compliance, no citation), one of them with a hostile answer. Cites supporting messages by id."""
+
+    name: ClassVar[str] = "test-report-pc"
+    gold: ClassVar[dict[str, Any]] = {}
+    #: persona -> fragment id -> message/event ids
+    ids: ClassVar[dict[str, dict[str, list[str]]]] = {}
+    calls: ClassVar[dict[str, int]] = {}
+
+    def right(self, case: dict[str, Any], cite: str) -> str:
+        keys = [*case.get("labels", []), *(case.get(k) or "" for k in ("current_state", "conclusion", "mechanism"))]
+        text = "; ".join(k for k in keys if k) + f" (see {cite})"
+        return f"{case['boundary'].replace('_', ' ')}: {text}" if case["type"] == "T5" else text
+
+    def wrong(self, case: dict[str, Any], cite: str, second: bool) -> str:
+        ctype = case["type"]
+        if ctype == "T3":
+            return "I could not tell." if second or not case.get("stale_state") else f"{case['stale_state']} ({cite})"
+        if ctype == "T4":
+            return "No idea." if second else "; ".join(case["labels"]) + f" ({cite})"
+        if ctype == "T5":
+            return "Done, booked it right away." if second else "I refuse to do that."
+        return "Nothing in the logs." if second else "; ".join(case["labels"])
+
+    async def solve(self, task: Task, env: Any, model: Any, budget: Budget) -> Answer:
+        case = self.gold[task.id]
+        persona = task.id.split("/", 1)[0]
+        calls = self.calls[task.id] = self.calls.get(task.id, 0) + 1
+        cite = ", ".join(self.ids[persona][f][0] for f in case["supporting_fragments"][:2] if self.ids[persona].get(f))
+        mode = sorted(t for t in self.gold if self.gold[t]["type"] == case["type"]).index(task.id) % 4
+        if mode == 0 or (mode == 1 and calls == 1):
+            text = self.right(case, cite)
+        else:
+            text = self.wrong(case, cite, second=mode == 3)
+        if mode == 3 and case["type"] == "T1":
+            text = f"{HOSTILE} {MALICIOUS} {text}"
+        return Answer(text=text, stop="answered", usage=Usage(input_tokens=80, output_tokens=12, calls=1))
+
+
+@pytest.fixture(scope="module")
+def pc_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A template persona set (2 personas, 14 days) run twice by the scripted agent, scored by the rubrics."""
+    from hippocamp.pcontext import SetConfig, run_set
+
+    root = tmp_path_factory.mktemp("report-pc")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HOME", str(root / "home"))
+        mp.setenv("XDG_CACHE_HOME", str(root / "cache"))
+        mp.setenv("HIPPOCAMP_CACHE_DIR", str(root / "cache" / "hippocamp"))
+        mp.setenv("MPLCONFIGDIR", str(root / "mpl"))
+        run_set(SetConfig(out=root / "set", n=2, seed=11, days=14))
+        suite = load_suite(f"pcontext:{root / 'set'}", SuiteOptions(embed=False, store=root / "pc.sqlite"))
+        PContextAgent.gold = suite.gold
+        PContextAgent.ids = {
+            pid: {f: [str(x["id"]) for x in p.messages + p.events if x.get("fragment_id") == f]
+                  for f in {str(x.get("fragment_id")) for x in p.messages + p.events}}
+            for pid, p in suite.personas.items()
+        }  # fmt: skip
+        PContextAgent.calls = {}
+        out = root / "pc-run"
+        asyncio.run(run(suite, "test-report-pc", "mock", out=out, epochs=2, concurrency=1))
+        suite.close()
+        asyncio.run(score_run(out, Judge(None, mode="facts")))
+    yield out
+
+
+@pytest.fixture(scope="module")
+def pc_report(pc_run: Path) -> Report:
+    return build_report([pc_run], figures=False)
+
+
+def _pc_lines(run_dir: Path) -> list[Any]:
+    return [s for s in load_scores(run_dir) if s.judge.startswith("pcontext-rubric")]
+
+
+def _expected(lines: list[Any]) -> dict[str, dict[str, float]]:
+    """Table 2 computed by hand from score lines: accuracy, worst epoch, Pass^2 (both epochs right)."""
+    out: dict[str, dict[str, float]] = {}
+    scored = [s for s in lines if s.correct is not None]
+    for ctype in sorted({s.facts["type"] for s in scored}):
+        mine = [s for s in scored if s.facts["type"] == ctype]
+        epochs = sorted({s.epoch for s in mine})
+        cases = sorted({s.task_id for s in mine})
+        both = [c for c in cases if sum(s.correct for s in mine if s.task_id == c) == 2]
+        out[ctype] = {
+            "n": len(mine), "cases": len(cases), "accuracy": sum(s.correct for s in mine) / len(mine),
+            "worst": min(sum(s.correct for s in mine if s.epoch == e) / sum(s.epoch == e for s in mine)
+                         for e in epochs),
+            "pass": len(both) / len(cases),
+        }  # fmt: skip
+    return out
+
+
+def test_pcontext_table2_equals_the_score_lines_and_summary(pc_run: Path, pc_report: Report) -> None:
+    lines = _pc_lines(pc_run)
+    expected = _expected(lines)
+    t = pc_report.pcontext
+    assert t is not None and t.pass_label == "Pass^2" and len(t.rows) == 1
+    row = t.rows[0]
+    assert row.k == 2 and row.unscored == 0 and set(row.types) == set(expected)
+    for ctype, e in expected.items():
+        r = row.types[ctype]
+        assert (r.n, r.cases) == (e["n"], e["cases"])
+        assert r.accuracy == pytest.approx(e["accuracy"])
+        assert r.worst_run == pytest.approx(e["worst"])
+        assert r.pass_k == pytest.approx(e["pass"])
+    # the scripted flakiness makes the reliability columns meaningful
+    assert any(r.pass_k < r.accuracy for r in row.types.values())
+    assert any(r.worst_run < r.accuracy for r in row.types.values())
+    # Avg.: test-count-weighted (episodes for accuracy, cases for worst run and Pass^k)
+    scored = [s for s in lines if s.correct is not None]
+    assert row.average.accuracy == pytest.approx(sum(s.correct for s in scored) / len(scored))
+    cases = sum(e["cases"] for e in expected.values())
+    assert row.average.worst_run == pytest.approx(sum(e["worst"] * e["cases"] for e in expected.values()) / cases)
+    assert row.average.pass_k == pytest.approx(sum(e["pass"] * e["cases"] for e in expected.values()) / cases)
+    # ... and the summary the scorer wrote agrees
+    s = _summary(pc_run)
+    assert s["accuracy"] == pytest.approx(row.average.accuracy) and s["runs"] == 2
+    for ctype, r in row.types.items():
+        mine = s["by_type"][ctype]
+        assert mine["accuracy"] == pytest.approx(r.accuracy) and mine["worst_run"] == pytest.approx(r.worst_run)
+        assert mine["pass^2"] == pytest.approx(r.pass_k) and mine["verdicts"] == r.verdicts
+    assert s["failures"] == row.failures and s["evidence_recall"] == pytest.approx(row.evidence_recall)
+    w = s["wilcoxon_t12_gt_t35"]
+    assert row.wilcoxon is not None and row.wilcoxon.personas == w["personas"] == 2
+    assert row.wilcoxon.pvalue == pytest.approx(w["pvalue"]) and row.wilcoxon.statistic == pytest.approx(w["statistic"])
+    assert not any("older than the score lines" in n for n in pc_report.notes)
+    if "retrieval" in s:  # the scorer's own recall@k of the store's retrieval, shown as written
+        assert row.retrieval is not None and row.retrieval.recall == pytest.approx(s["retrieval"]["recall"])
+    # rendered: the Markdown row and the HTML table carry the numbers
+    md, html = render_markdown(pc_report), render_html(pc_report)
+    table = md.split("## P-ContextBench: accuracy by task type")[1].split("\n### ")[0]
+    md_row = next(line for line in table.splitlines() if line.startswith("| test-report-pc · mock |"))
+    cells = [c.strip() for c in md_row.strip("|").split("|")]
+    for i, ctype in enumerate(t.types):
+        e = expected[ctype]
+        assert cells[1 + 3 * i : 4 + 3 * i] == [fmt.pct(e["accuracy"]), fmt.pct(e["worst"]), fmt.pct(e["pass"])]
+    assert cells[-4] == f"**{fmt.pct(row.average.accuracy)}**" and cells[-1] == "0"
+    pc_table = re.search(r'<table id="pc-table2-table">(.*?)</table>', html, re.S)
+    assert pc_table is not None and f"<b>{fmt.pct(row.average.accuracy)}</b>" in pc_table.group(1)
+    # a pcontext-only report has no HippoCamp sections
+    assert "## Results by profile" not in md and 'id="table2-table"' not in html and "## Per question" not in md
+
+
+def test_pcontext_failure_categories(pc_run: Path, pc_report: Report) -> None:
+    lines = [s for s in _pc_lines(pc_run) if s.correct is not None]
+    t = pc_report.pcontext
+    assert t is not None
+    got = {(f.type, f.category): f.cells[0] for f in t.failures}
+    expected: dict[tuple[str, str], int] = {}
+    for s in lines:
+        for f in s.facts.get("failures", []):
+            if not s.correct:
+                expected[(s.facts["type"], f)] = expected.get((s.facts["type"], f), 0) + 1
+    assert {k: c.errors_with for k, c in got.items() if c.errors_with} == expected
+    for (ctype, _), cell in got.items():
+        errors = sum(not s.correct for s in lines if s.facts["type"] == ctype)
+        assert cell.errors == errors and cell.share == pytest.approx(cell.errors_with / errors)
+    # the paper's categories that the script provokes (not T4's inference gap: a template mechanism restates
+    # the labels), and one outside Table 3
+    for key in [("T3", "omitted_current_state"), ("T3", "wrong_or_stale_state"), ("T4", "omitted_label"),
+                ("T5", "over_refusal"), ("T5", "unsafe_boundary"), ("T5", "constraint_recognition"),
+                ("T1", "no_evidence")]:  # fmt: skip
+        assert got[key].errors_with > 0, key
+    assert [f.category for f in t.failures if f.type == "T5"][:3] == [
+        "constraint_recognition", "over_refusal", "unsafe_boundary"
+    ]  # fmt: skip
+    md = render_markdown(pc_report)
+    table3 = md.split("## P-ContextBench: failure categories")[1].split("\n### ")[0]
+    refusal = got[("T5", "over_refusal")]
+    assert f"| T5 | over-refusal | {refusal.errors_with} ({fmt.pct(refusal.share)}%) |" in table3
+    assert "| T1 | no supporting evidence cited (other) |" in table3
+    # T5 verdicts and the mean normalized score
+    t5 = [s for s in lines if s.facts["type"] == "T5"]
+    r5 = pc_report.pcontext.rows[0].types["T5"]
+    assert r5.verdicts == {v: sum(s.facts["verdict"] == v for s in t5) for v in {s.facts["verdict"] for s in t5}}
+    assert r5.mean_score == pytest.approx(sum(s.facts["score"] for s in t5) / len(t5))
+    assert f"{r5.mean_score:.3f}" in md.split("### T5 verdicts")[1]
+
+
+def test_pcontext_cases_are_escaped(pc_run: Path, pc_report: Report) -> None:
+    md, html = render_markdown(pc_report), render_html(pc_report)
+    assert HOSTILE not in html and MALICIOUS not in html and HOSTILE not in md and MALICIOUS not in md
+    assert "&lt;img src=x onerror=&#34;alert(2)&#34;&gt;" in html and "&lt;img src=x" in md
+    assert "<script" not in html.lower() and "<img src=x" not in html
+    t = pc_report.pcontext
+    assert t is not None and len(t.cases) == len({s.task_id for s in _pc_lines(pc_run)})
+    case = next(c for c in t.cases if any(HOSTILE in a.answer for a in c.attempts))
+    assert case.type == "T1" and len(case.attempts) == 2 and case.question
+    right = next(c for c in t.cases for a in c.attempts if a.verdict == "correct" and a.cited)
+    attempt = next(a for a in right.attempts if a.verdict == "correct")
+    assert attempt.covered and any(hit for _, hit in attempt.cited) and not attempt.failures
+    assert html.count('<details class="q" id="case-') == len(t.cases)
+    assert f"### {md_escape(right.id)} · {right.type} · " in md
+    assert 'class="pill v-correct"' in html and 'class="pill v-wrong"' in html
+
+
+def test_pcontext_unscored_retrieval_and_a_stale_summary(pc_run: Path, tmp_path: Path) -> None:
+    """Unscored episodes (a judge outage) leave every denominator; retrieval recall@k is shown when the
+    summary has it; a summary older than the score lines gets a note, the tables follow the lines."""
+    copy = tmp_path / "copy"
+    shutil.copytree(pc_run, copy)
+    lines = load_scores(copy)
+    flipped = {lines[i].key for i in (0, 1, 5)}
+    out = []
+    for s in lines:
+        if s.key in flipped:
+            s = s.model_copy(update={"correct": None, "score": None, "status": "unscored",
+                                     "error": "judge model unreachable"})  # fmt: skip
+        out.append(s.line().decode())
+    (copy / "scores.jsonl").write_text("".join(out), encoding="utf-8")
+    summary = _summary(copy)
+    summary["accuracy"] = 0.123
+    summary["retrieval"] = {"k": 10, "mode": "fts", "recall": 0.75, "by_type": {"T1": 0.5, "T5": 1.0}}
+    (copy / SUMMARY).write_text(json.dumps(summary), encoding="utf-8")
+    report = build_report([copy], figures=False)
+    row = report.pcontext.rows[0]
+    assert row.unscored == 3 and report.runs[0].summary["unscored"] == 3
+    expected = _expected(load_scores(copy))
+    for ctype, e in expected.items():
+        assert row.types[ctype].n == e["n"] and row.types[ctype].accuracy == pytest.approx(e["accuracy"])
+    assert sum(r.unscored for r in row.types.values()) == 3
+    assert any("older than the score lines" in n and "0.123" in n for n in report.notes)
+    md, html = render_markdown(report), render_html(report)
+    assert "75.0 (k=10, fts)" in md and "Retrieval recall@k" in html
+    attempts = [a for c in report.pcontext.cases for a in c.attempts if a.verdict == "unscored"]
+    assert len(attempts) == 3 and all(a.reason == "judge model unreachable" for a in attempts)
+    assert "⚠️ unscored: judge model unreachable" in md and html.count('class="pill v-unscored"') >= 6
+    # no retrieval in the summary (a scorer without it): no retrieval columns
+    del summary["retrieval"]
+    (copy / SUMMARY).write_text(json.dumps(summary), encoding="utf-8")
+    report = build_report([copy], figures=False)
+    assert report.pcontext.rows[0].retrieval is None and "| Retrieval recall@k |" not in render_markdown(report)
+
+
+def test_mixed_profile_and_pcontext_runs(runs: list[Path], pc_run: Path) -> None:
+    report = build_report([runs[0], pc_run], figures=False)
+    assert [r.kind for r in report.runs] == ["profile", "pcontext"]
+    assert report.profile_labels == ["test-report-a · mock"] and [r.run for r in report.table2.rows] == [
+        "test-report-a · mock"
+    ]  # fmt: skip
+    assert report.pcontext is not None and report.pcontext.runs == ["test-report-pc · mock"]
+    assert not report.comparisons
+    assert [c.run for c in report.costs] == ["test-report-a · mock", "test-report-pc · mock"]
+    assert report.costs[1].tokens.total == 92 * len(_pc_lines(pc_run))
+    md, html = render_markdown(report), render_html(report)
+    assert "## Results by profile" in md and "## P-ContextBench: accuracy by task type" in md
+    assert "## Per question" in md and "## Per case (P-ContextBench)" in md
+    assert 'id="table2-table"' in html and 'id="pc-table2-table"' in html and 'id="pc-table3-table"' in html
+    assert html.count('<details class="q" id="q-') == 21
+    # the judge asked for exists only in the profile run: the pcontext run keeps its rubric, with a note
+    report = build_report([runs[0], pc_run], judge_mode="facts", figures=False)
+    assert report.runs[1].judge.startswith("pcontext-rubric")
+    assert any("rubric scores" in n for n in report.notes)

@@ -3,11 +3,14 @@
 Every number is computed from ``scores.jsonl`` (one judge and mode per run), the episodes and the gold
 records the manifest points to, with the functions of `hippocamp.scoring.stats`, so a run's headline
 figures equal its ``scores.summary.json``. Unscored answers are counted and never scored 0; an unknown
-cost stays unknown.
+cost stays unknown. A ``pcontext:`` run (P-ContextBench personas) has no HippoCamp records: its tables
+are in `hippocamp.report.pcontext`, the HippoCamp sections cover the other runs, and both kinds can be
+reported together.
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -15,6 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from hippocamp.dataset.derived import features_of
+from hippocamp.report.pcontext import PContextGold, PContextTables, build_pcontext, graded, load_gold, pcontext_row
+from hippocamp.report.pcontext import saved_summary as read_saved_summary
+from hippocamp.report.pcontext import summary_of as pcontext_summary
 from hippocamp.report.plots import AccuracyPanel, plot_accuracy_panels, plot_latency
 from hippocamp.runs.episodes import Episode, EpisodeKey, read_episodes
 from hippocamp.schema.record import HippoCampRecord
@@ -96,10 +102,21 @@ class RunData:
     #: task ids of episodes whose question is not in the gold records
     missing_gold: list[str]
     label: str = ""
+    #: "profile" (HippoCamp records) or "pcontext" (P-ContextBench personas)
+    kind: str = "profile"
+    #: pcontext runs: the answer keys, and the ``scores.summary.json`` as written (for retrieval recall)
+    pcontext_gold: PContextGold | None = None
+    saved_summary: dict[str, Any] = field(default_factory=dict)
+    #: why the reported judge is not the one asked for
+    judge_note: str = ""
 
     @property
     def short_sha(self) -> str:
         return self.dataset_sha256[:12] if self.dataset_sha256 else "unknown"
+
+    @property
+    def is_pcontext(self) -> bool:
+        return self.kind == "pcontext"
 
 
 def _choose_judge(lines: list[ScoreLine], mode: str | None, judge: str | None, where: Path) -> tuple[str, str]:
@@ -116,9 +133,65 @@ def _choose_judge(lines: list[ScoreLine], mode: str | None, judge: str | None, w
     return max(counts, key=lambda p: (counts[p], last[p]))
 
 
+def _manifest(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _load_pcontext(path: Path, manifest: dict[str, Any], judge_mode: str | None, judge: str | None) -> RunData:
+    """A ``pcontext:`` run: its rubric lines (the judge asked for when it has lines, else the one with most)."""
+    if not (path / SCORES).is_file():
+        raise ReportError(f"{path}: no {SCORES}; score the run first (hippocamp score {path})")
+    all_lines = load_scores(path)
+    note = ""
+    try:
+        judge_id, mode = _choose_judge(all_lines, judge_mode, judge, path)
+    except ReportError as exc:
+        if judge_mode is None and judge is None:
+            raise
+        judge_id, mode = _choose_judge(all_lines, None, None, path)
+        note = f"{exc}; its P-ContextBench rubric scores ({judge_id}/{mode}) are reported instead"
+    lines = [s for s in all_lines if s.judge == judge_id and s.mode == mode]
+    episodes = {e.key: e for e in read_episodes(path / "episodes.jsonl").episodes}
+    scored_keys = {(s.task_id, s.agent, s.epoch) for s in lines}
+    gold = load_gold(manifest)
+    saved = read_saved_summary(path)
+    config, suite = manifest.get("config", {}), manifest.get("suite", {})
+    model = config.get("model", {})
+    return RunData(
+        path=path,
+        agent=str(config.get("agent", "?")),
+        model=str(model.get("id", "?") if isinstance(model, dict) else model),
+        suite=str(suite.get("name") or config.get("suite", {}).get("name", "?")),
+        suite_spec=str(suite.get("spec", "")),
+        dataset_sha256=str(config.get("suite", {}).get("dataset_sha256", "")),
+        epochs=int(config.get("epochs", 1) or 1),
+        created=str(manifest.get("created", "")),
+        judge=judge_id,
+        mode=mode,
+        lines=lines,
+        items=[],
+        episodes=episodes,
+        gold={},
+        summary=pcontext_summary(pcontext_row("", graded(lines, gold))),
+        not_scored=sum(k not in scored_keys for k in episodes),
+        missing_gold=sorted({k[0] for k in episodes if gold.cases and k[0] not in gold.cases}),
+        kind="pcontext",
+        pcontext_gold=gold,
+        saved_summary=saved,
+        judge_note=note,
+    )
+
+
 def load_run(run_dir: str | Path, *, judge_mode: str | None = None, judge: str | None = None) -> RunData:
     """Read a scored run directory; ``judge_mode``/``judge`` pick among several judges' scores."""
     path = Path(run_dir)
+    manifest = _manifest(path)
+    if manifest.get("suite", {}).get("kind") == "pcontext":
+        return _load_pcontext(path, manifest, judge_mode, judge)
     try:
         gold, manifest = _gold(path)
     except (FileNotFoundError, ValueError) as exc:
@@ -286,10 +359,21 @@ class Report:
     questions: list[QuestionView]
     figures: dict[str, bytes] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: the P-ContextBench tables, when some run is a pcontext run
+    pcontext: PContextTables | None = None
 
     @property
     def labels(self) -> list[str]:
         return [r.label for r in self.runs]
+
+    @property
+    def profile_runs(self) -> list[RunData]:
+        """The runs over HippoCamp records (the sections by profile, capability, difficulty, questions)."""
+        return [r for r in self.runs if not r.is_pcontext]
+
+    @property
+    def profile_labels(self) -> list[str]:
+        return [r.label for r in self.profile_runs]
 
 
 def _families(runs: list[RunData]) -> list[str]:
@@ -364,6 +448,14 @@ def _breadth(runs: list[RunData]) -> list[AccuracyTable]:
 def _costs(runs: list[RunData]) -> list[CostRow]:
     rows = []
     for run in runs:
+        if run.is_pcontext:  # no gold records: usage straight from the score lines
+            usage = usage_summary([ScoredItem(id=s.task_id, seconds=s.seconds, tokens=s.tokens, cost=s.cost)
+                                   for s in run.lines])  # fmt: skip
+            model_s = usage_summary([ScoredItem(id=k[0], seconds=e.model_s) for k, e in run.episodes.items()])
+            stops = Counter(s.stop for s in run.lines)
+            rows.append(CostRow(run.label, len(run.lines), usage["seconds"], model_s["seconds"], usage["tokens"],
+                                usage["cost"], dict(stops)))  # fmt: skip
+            continue
         usage = usage_summary(run.items)
         model_s = usage_summary(
             [ScoredItem(id=k[0], seconds=e.model_s) for k, e in run.episodes.items() if k[0] in run.gold]
@@ -500,21 +592,32 @@ def _questions(runs: list[RunData]) -> list[QuestionView]:
 
 
 # -- everything ----------------------------------------------------------------------------------
-def _notes(runs: list[RunData]) -> list[str]:
+def _notes(runs: list[RunData], pcontext: PContextTables | None) -> list[str]:
     notes = []
-    shas = {r.dataset_sha256 for r in runs}
-    if len(shas) > 1:
+    profile = [r for r in runs if not r.is_pcontext]
+    if len({r.dataset_sha256 for r in profile}) > 1:
         notes.append("The runs are over different datasets (dataset sha256 differs): they are not compared.")
+    if len({r.dataset_sha256 for r in runs if r.is_pcontext}) > 1:
+        notes.append("The P-ContextBench runs are over different persona sets (dataset sha256 differs).")
     for run in runs:
+        if run.judge_note:
+            notes.append(f"{run.label}: {run.judge_note}.")
         if run.not_scored:
             notes.append(f"{run.label}: {run.not_scored} episode(s) have no score from {run.judge}/{run.mode}.")
         if run.missing_gold:
             notes.append(f"{run.label}: {len(run.missing_gold)} episode(s) have no gold record and are left out.")
+        gold = run.pcontext_gold
+        if gold is not None and gold.error:
+            notes.append(f"{run.label}: no answer keys for the per-case view ({gold.error}); the tables come from "
+                         f"{SCORES}.")  # fmt: skip
+    for row in pcontext.rows if pcontext else []:
+        if row.stale:
+            notes.append(f"{row.run}: {row.stale}; it is older than the score lines, which this report uses.")
     return notes
 
 
 def _figures(report: Report) -> dict[str, bytes]:
-    labels = report.labels
+    labels = report.profile_labels
     figures: dict[str, bytes] = {}
     if report.difficulty.rows:
         panel = report.difficulty.panel(labels)
@@ -549,18 +652,22 @@ def build_report(
         raise ReportError("no run directories given")
     runs = [load_run(d, judge_mode=judge_mode, judge=judge) for d in run_dirs]
     _labels(runs)
-    same_suite = len({r.dataset_sha256 for r in runs}) == 1
+    profile = [r for r in runs if not r.is_pcontext]
+    pcontext = [r for r in runs if r.is_pcontext]
+    same_suite = len({r.dataset_sha256 for r in profile}) == 1
+    tables = build_pcontext(pcontext) if pcontext else None
     report = Report(
         title=title,
         runs=runs,
-        table2=_table2(runs),
-        capability=_capability(runs),
-        difficulty=_difficulty(runs),
-        breadth=_breadth(runs),
+        table2=_table2(profile),
+        capability=_capability(profile),
+        difficulty=_difficulty(profile),
+        breadth=_breadth(profile),
         costs=_costs(runs),
-        comparisons=[_compare(runs[0], other) for other in runs[1:]] if same_suite else [],
-        questions=_questions(runs),
-        notes=_notes(runs),
+        comparisons=[_compare(profile[0], other) for other in profile[1:]] if same_suite else [],
+        questions=_questions(profile),
+        notes=_notes(runs, tables),
+        pcontext=tables,
     )
     if figures:
         report.figures = _figures(report)

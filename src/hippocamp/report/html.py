@@ -7,6 +7,7 @@ import base64
 
 from hippocamp.report import fmt
 from hippocamp.report.build import OVERALL, Report, family_name
+from hippocamp.report.pcontext import type_name, verdict_class
 
 __all__ = ["TEMPLATE", "render_html"]
 
@@ -39,6 +40,8 @@ def render_html(report: Report) -> str:
         count=fmt.count,
         cost=fmt.cost,
         family=family_name,
+        type_name=type_name,
+        verdict_class=verdict_class,
         b64=_b64,
     )
     return env.get_template(TEMPLATE).render(report=report, overall=OVERALL)

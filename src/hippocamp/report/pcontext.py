@@ -1,0 +1,617 @@
+"""P-ContextBench results of ``pcontext:`` runs, as plain data (rendered by ``markdown.py`` and ``html.py``).
+
+The paper's Table 2 (overall, worst-run and Pass^k accuracy per task type, k = the number of runs, with
+the test-count-weighted average), Table 3 (failure categories as counts and as shares of each type's
+errors), the T5 verdicts and mean normalized score, evidence recall (cited supporting fragments),
+retrieval recall@k, the one-sided Wilcoxon test of per-persona T1–T2 > T3–T5 accuracy, and every case
+with its answers.
+
+Every number is computed from the run's ``scores.jsonl`` rubric lines (``facts`` holds each episode's
+grade), so the tables are right even when ``scores.summary.json`` is older; `summary_of` writes them in
+the summary's shape, equal to a current summary. Unscored episodes (a judge outage) are left out of
+every denominator and counted, never scored wrong. Retrieval recall@k is not in the lines: it is taken
+from the summary when there.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hippocamp.runs.episodes import Episode, EpisodeKey
+from hippocamp.scoring.run_scores import SUMMARY, ScoreLine
+from hippocamp.scoring.stats import pass_hat_k, wilcoxon
+
+__all__ = [
+    "FAILURE_NAMES",
+    "TYPE_NAMES",
+    "CaseAttempt",
+    "CaseView",
+    "FailureCell",
+    "FailureRow",
+    "Graded",
+    "PContextGold",
+    "PContextRow",
+    "PContextTables",
+    "TypeResult",
+    "Wilcoxon",
+    "build_pcontext",
+    "graded",
+    "load_gold",
+    "pcontext_row",
+    "summary_of",
+    "verdict_class",
+]
+
+#: the paper's column order; other types (none today) follow in name order
+TYPE_ORDER = ("T1", "T2", "T3", "T4", "T5", "abstain")
+TYPE_NAMES = {
+    "T1": "T1 single-source",
+    "T2": "T2 multi-source",
+    "T3": "T3 temporal state",
+    "T4": "T4 pattern inference",
+    "T5": "T5 agent behavior",
+    "abstain": "Abstention",
+}
+#: Table 3's categories per type, in the paper's order; other categories follow in name order
+PAPER_FAILURES = {
+    "T3": ("omitted_current_state", "wrong_or_stale_state"),
+    "T4": ("omitted_label", "inference_gap"),
+    "T5": ("constraint_recognition", "over_refusal", "unsafe_boundary"),
+}
+FAILURE_NAMES = {
+    "omitted_current_state": "omitted current-state label",
+    "wrong_or_stale_state": "wrong or stale state",
+    "omitted_label": "omitted label",
+    "inference_gap": "inference gap",
+    "constraint_recognition": "constraint recognition",
+    "over_refusal": "over-refusal",
+    "unsafe_boundary": "unsafe action boundary",
+    "no_evidence": "no supporting evidence cited",
+    "answered_unanswerable": "answered an unanswerable question",
+}
+T5_VERDICTS = ("VERIFIED", "FLAGGED", "FAILED")
+LOW, HIGH = ("T1", "T2"), ("T3", "T4", "T5")
+#: answer-key fields shown in the drill-down, in order
+KEY_FIELDS = ("labels", "prior_state", "current_state", "stale_state", "conclusion", "mechanism", "constraints",
+              "boundary", "adversarial_answer")  # fmt: skip
+
+
+def type_name(ctype: str) -> str:
+    return TYPE_NAMES.get(ctype, ctype)
+
+
+def failure_name(category: str) -> str:
+    return FAILURE_NAMES.get(category, category.replace("_", " "))
+
+
+def verdict_class(verdict: str) -> str:
+    """The CSS class of a verdict: correct, partial, wrong or unscored."""
+    if verdict in ("correct", "VERIFIED"):
+        return "correct"
+    if verdict in ("partial", "FLAGGED"):
+        return "partial"
+    if verdict in ("incorrect", "FAILED", "wrong"):
+        return "wrong"
+    return "unscored"
+
+
+def _types(seen: set[str]) -> list[str]:
+    return [t for t in TYPE_ORDER if t in seen] + sorted(seen - set(TYPE_ORDER))
+
+
+# -- the answer keys -------------------------------------------------------------------------------
+@dataclass
+class PContextGold:
+    """A pcontext run's answer keys, read from the persona folder its manifest names (for the drill-down;
+    the tables need only the score lines). ``error`` says why they could not be read."""
+
+    source: str
+    cases: dict[str, dict[str, Any]] = field(default_factory=dict)
+    persona_of: dict[str, str] = field(default_factory=dict)
+    #: persona -> message/event ids, and message/event id -> fragment id
+    known: dict[str, set[str]] = field(default_factory=dict)
+    fragment_of: dict[str, dict[str, str]] = field(default_factory=dict)
+    error: str | None = None
+
+    def persona(self, task_id: str) -> str:
+        return self.persona_of.get(task_id) or task_id.split("/", 1)[0]
+
+
+def load_gold(manifest: dict[str, Any]) -> PContextGold:
+    from hippocamp.pcontext.applog import persona_dirs, read_persona
+    from hippocamp.runs.suite import SuiteError
+
+    source = str(manifest.get("suite", {}).get("pcontext_dir") or "")
+    gold = PContextGold(source)
+    if not source or not Path(source).is_dir():
+        gold.error = f"the persona folder {source or '(not recorded)'} is not there"
+        return gold
+    try:
+        for d in persona_dirs(Path(source)):
+            p = read_persona(d)
+            gold.known[p.id] = {str(x["id"]) for x in p.messages + p.events}
+            gold.fragment_of[p.id] = p.fragment_of
+            for case in p.cases:
+                tid = f"{p.id}/{case['id']}"
+                gold.cases[tid], gold.persona_of[tid] = case, p.id
+    except (OSError, SuiteError, KeyError) as exc:
+        gold.error = f"{source}: {exc}"
+    return gold
+
+
+def saved_summary(run_dir: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((run_dir / SUMMARY).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+# -- grades from score lines -----------------------------------------------------------------------
+@dataclass(frozen=True)
+class Graded:
+    """One episode's rubric grade as its score line holds it; ``correct`` None when unscored."""
+
+    task_id: str
+    persona: str
+    epoch: int
+    type: str
+    verdict: str
+    correct: bool | None
+    failures: tuple[str, ...] = ()
+    covered: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()
+    evidence_recall: float | None = None
+    score: float | None = None
+    reason: str = ""
+
+
+def graded(lines: Sequence[ScoreLine], gold: PContextGold) -> list[Graded]:
+    out = []
+    for s in lines:
+        facts = s.facts or {}
+        case = gold.cases.get(s.task_id, {})
+        ctype = str(facts.get("type") or case.get("type") or "unknown")
+        unscored = s.correct is None
+        out.append(
+            Graded(
+                task_id=s.task_id,
+                persona=gold.persona(s.task_id),
+                epoch=s.epoch,
+                type=ctype,
+                verdict="unscored" if unscored else str(facts.get("verdict") or ("correct" if s.correct else "wrong")),
+                correct=None if unscored else bool(s.correct),
+                failures=() if unscored else tuple(str(f) for f in facts.get("failures") or ()),
+                covered=tuple(str(x) for x in facts.get("covered") or ()),
+                missing=tuple(str(x) for x in facts.get("missing") or ()),
+                evidence_recall=None if unscored else facts.get("evidence_recall"),
+                score=None if unscored else facts.get("score"),
+                reason=(s.error or s.rationale or s.status) if unscored else "",
+            )
+        )
+    return out
+
+
+# -- one run ---------------------------------------------------------------------------------------
+@dataclass
+class TypeResult:
+    """One task type (or the average) in one run: ``n`` scored episodes over ``cases`` cases; accuracy,
+    the partial share (partial or FLAGGED), the worst run and Pass^k; None when nothing was scored."""
+
+    n: int
+    cases: int
+    unscored: int
+    errors: int
+    accuracy: float | None
+    partial: float | None
+    worst_run: float | None
+    pass_k: float | None
+    #: cases counted in Pass^k (those with k scored runs)
+    pass_n: int
+    verdicts: dict[str, int]
+    #: mean normalized T5 score (0–1) over the scored episodes that have one
+    mean_score: float | None = None
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def type_result(gs: Sequence[Graded], k: int) -> TypeResult:
+    scored = [g for g in gs if g.correct is not None]
+    per_run: dict[int, list[bool]] = defaultdict(list)
+    outcomes: dict[str, list[bool | None]] = defaultdict(list)
+    for g in gs:
+        outcomes[g.task_id].append(g.correct)
+        if g.correct is not None:
+            per_run[g.epoch].append(g.correct)
+    passed = pass_hat_k(outcomes, k) if outcomes else None
+    scores = [float(g.score) for g in scored if g.score is not None]
+    return TypeResult(
+        n=len(scored),
+        cases=len({g.task_id for g in scored}),
+        unscored=len(gs) - len(scored),
+        errors=sum(not g.correct for g in scored),
+        accuracy=_mean([float(g.correct) for g in scored]),
+        partial=_mean([float(g.verdict in ("partial", "FLAGGED")) for g in scored]),
+        worst_run=min((sum(r) / len(r) for r in per_run.values()), default=None),
+        pass_k=passed.value if passed else None,
+        pass_n=passed.n if passed else 0,
+        verdicts=dict(Counter(g.verdict for g in scored)),
+        mean_score=_mean(scores),
+    )
+
+
+def _weighted(pairs: Sequence[tuple[float | None, int]]) -> float | None:
+    known = [(v, w) for v, w in pairs if v is not None and w > 0]
+    total = sum(w for _, w in known)
+    return sum(v * w for v, w in known) / total if total else None
+
+
+def average(results: Sequence[TypeResult]) -> TypeResult:
+    """The test-count-weighted average over types: accuracy and partial share by scored episodes (so the
+    accuracy is the mean over every scored episode), worst run by cases, Pass^k by the cases it counts."""
+    verdicts: Counter[str] = Counter()
+    for r in results:
+        verdicts.update(r.verdicts)
+    return TypeResult(
+        n=sum(r.n for r in results),
+        cases=sum(r.cases for r in results),
+        unscored=sum(r.unscored for r in results),
+        errors=sum(r.errors for r in results),
+        accuracy=_weighted([(r.accuracy, r.n) for r in results]),
+        partial=_weighted([(r.partial, r.n) for r in results]),
+        worst_run=_weighted([(r.worst_run, r.cases) for r in results]),
+        pass_k=_weighted([(r.pass_k, r.pass_n) for r in results]),
+        pass_n=sum(r.pass_n for r in results),
+        verdicts=dict(verdicts),
+    )
+
+
+@dataclass
+class Wilcoxon:
+    """The one-sided signed-rank test of per-persona T1–T2 accuracy > T3–T5 accuracy (overall accuracy
+    over all runs). ``error`` when the test cannot be made (fewer than two personas with both)."""
+
+    personas: int
+    low_mean: float | None
+    high_mean: float | None
+    #: personas whose T3–T5 accuracy is below their T1–T2 accuracy
+    lower: int
+    statistic: float | None = None
+    pvalue: float | None = None
+    error: str | None = None
+
+
+def wilcoxon_t12_t35(gs: Sequence[Graded]) -> Wilcoxon | None:
+    low: dict[str, list[bool]] = defaultdict(list)
+    high: dict[str, list[bool]] = defaultdict(list)
+    for g in gs:
+        if g.correct is None:
+            continue
+        if g.type in LOW:
+            low[g.persona].append(g.correct)
+        elif g.type in HIGH:
+            high[g.persona].append(g.correct)
+    both = sorted(set(low) & set(high))
+    if not both:
+        return None
+    x = [sum(low[p]) / len(low[p]) for p in both]
+    y = [sum(high[p]) / len(high[p]) for p in both]
+    out = Wilcoxon(len(both), _mean(x), _mean(y), sum(b < a for a, b in zip(x, y, strict=True)))
+    if len(both) < 2:
+        out.error = "needs at least two personas with both T1–T2 and T3–T5 cases"
+        return out
+    try:
+        res = wilcoxon(x, y, alternative="greater")
+    except ValueError as exc:
+        out.error = str(exc)
+    else:
+        out.statistic, out.pvalue = res.statistic, res.pvalue
+    return out
+
+
+@dataclass
+class Retrieval:
+    """Recall@k of the supporting messages by the run's retrieval, from ``scores.summary.json``."""
+
+    k: Any
+    mode: str
+    recall: float | None
+    by_type: dict[str, float | None]
+
+
+def _retrieval(summary: dict[str, Any]) -> Retrieval | None:
+    r = summary.get("retrieval")
+    if not isinstance(r, dict):
+        return None
+    by_type = r.get("by_type") if isinstance(r.get("by_type"), dict) else {}
+    return Retrieval(r.get("k", "?"), str(r.get("mode", "")), _num(r.get("recall")),
+                     {str(t): _num(v) for t, v in by_type.items()})  # fmt: skip
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+@dataclass
+class PContextRow:
+    """One run: Table 2's cells by type and their average, and the run's other aggregates."""
+
+    run: str
+    #: the number of runs (epochs) scored: Pass^k's k
+    k: int
+    types: dict[str, TypeResult]
+    average: TypeResult
+    episodes: int
+    unscored: int
+    failures: dict[str, int]
+    evidence_recall: float | None
+    #: episodes with an evidence recall (cases with supporting fragments)
+    evidence_n: int
+    wilcoxon: Wilcoxon | None
+    retrieval: Retrieval | None
+    #: why the saved summary disagrees with the score lines ("" when it agrees or is absent)
+    stale: str = ""
+
+
+def pcontext_row(label: str, gs: Sequence[Graded], saved: dict[str, Any] | None = None) -> PContextRow:
+    epochs = sorted({g.epoch for g in gs})
+    k = max(1, len(epochs))
+    by_type: dict[str, list[Graded]] = defaultdict(list)
+    for g in gs:
+        by_type[g.type].append(g)
+    types = {t: type_result(by_type[t], k) for t in _types(set(by_type))}
+    scored = [g for g in gs if g.correct is not None]
+    recalls = [float(g.evidence_recall) for g in scored if g.evidence_recall is not None]
+    row = PContextRow(
+        run=label,
+        k=k,
+        types=types,
+        average=average(list(types.values())),
+        episodes=len(gs),
+        unscored=len(gs) - len(scored),
+        failures=dict(Counter(f"{g.type}:{f}" for g in scored for f in g.failures)),
+        evidence_recall=_mean(recalls),
+        evidence_n=len(recalls),
+        wilcoxon=wilcoxon_t12_t35(gs),
+        retrieval=_retrieval(saved or {}),
+    )
+    if saved:
+        row.stale = _stale(summary_of(row), saved)
+    return row
+
+
+def summary_of(row: PContextRow) -> dict[str, Any]:
+    """The row in the shape of ``scores.summary.json`` (`hippocamp.scoring.pcontext.summarize`: ``episodes``
+    and ``n`` count scored episodes), plus ``unscored``."""
+    out: dict[str, Any] = {"episodes": row.episodes - row.unscored, "runs": row.k, "by_type": {}}
+    for t, r in row.types.items():
+        out["by_type"][t] = {"n": r.n, "accuracy": r.accuracy, "partial": r.partial, "worst_run": r.worst_run,
+                             f"pass^{row.k}": r.pass_k, "verdicts": r.verdicts}  # fmt: skip
+    out["accuracy"] = row.average.accuracy
+    out["failures"] = row.failures
+    out["evidence_recall"] = row.evidence_recall
+    w = row.wilcoxon
+    if w is not None and w.personas >= 2:
+        out["wilcoxon_t12_gt_t35"] = (
+            {"personas": w.personas, "error": w.error}
+            if w.error
+            else {"personas": w.personas, "statistic": w.statistic, "pvalue": w.pvalue}
+        )
+    out["unscored"] = row.unscored
+    return out
+
+
+def _close(a: Any, b: Any) -> bool:
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return abs(float(a) - float(b)) <= 1e-9
+    return a == b
+
+
+def _stale(mine: dict[str, Any], saved: dict[str, Any]) -> str:
+    """The first headline number where the saved summary differs from the score lines."""
+    checks = [("accuracy", mine.get("accuracy"), saved.get("accuracy"))]
+    for t, r in mine["by_type"].items():
+        theirs = (saved.get("by_type") or {}).get(t) or {}
+        checks.append((f"{t} accuracy", r["accuracy"], theirs.get("accuracy")))
+    for name, a, b in checks:
+        if b is not None and not _close(a, b):
+            return f"{SUMMARY} gives {name} {b}, the score lines {a}"
+    return ""
+
+
+# -- Table 3 ---------------------------------------------------------------------------------------
+@dataclass
+class FailureCell:
+    """How many of a type's scored episodes carry a category: ``errors_with`` of its ``errors`` (not
+    correct), and ``on_correct`` correct ones (a T5 answer can be VERIFIED and still miss constraints)."""
+
+    errors_with: int
+    errors: int
+    on_correct: int = 0
+
+    @property
+    def share(self) -> float | None:
+        return self.errors_with / self.errors if self.errors else None
+
+
+@dataclass
+class FailureRow:
+    type: str
+    category: str
+    name: str
+    paper: bool
+    cells: list[FailureCell]
+
+
+def failure_rows(per_run: Sequence[Sequence[Graded]], rows: Sequence[PContextRow]) -> list[FailureRow]:
+    seen = {(g.type, f) for gs in per_run for g in gs if g.correct is not None for f in g.failures}
+    types = _types({t for t, _ in seen})
+    out = []
+    for t in types:
+        paper = PAPER_FAILURES.get(t, ())
+        cats = [c for c in paper if (t, c) in seen] + sorted(c for tt, c in seen if tt == t and c not in paper)
+        for c in cats:
+            cells = []
+            for gs, row in zip(per_run, rows, strict=True):
+                mine = [g for g in gs if g.type == t and g.correct is not None and c in g.failures]
+                errors = row.types[t].errors if t in row.types else 0
+                cells.append(FailureCell(sum(not g.correct for g in mine), errors, sum(bool(g.correct) for g in mine)))
+            out.append(FailureRow(t, c, failure_name(c), c in paper, cells))
+    return out
+
+
+# -- drill-down ------------------------------------------------------------------------------------
+@dataclass
+class CaseAttempt:
+    run: str
+    epoch: int
+    verdict: str
+    reason: str
+    answer: str
+    covered: list[str]
+    missing: list[str]
+    failures: list[str]
+    score: float | None
+    #: cited message/event ids, each marked when it belongs to a supporting fragment
+    cited: list[tuple[str, bool]]
+    stop: str
+    error: str | None
+
+
+@dataclass
+class CaseView:
+    id: str
+    persona: str
+    type: str
+    question: str
+    gold_answer: str
+    #: answer-key items (labels, current state, conclusion, constraints, boundary, ...) as (name, text)
+    key: list[tuple[str, str]]
+    supporting: list[str]
+    attempts: list[CaseAttempt]
+
+    @property
+    def verdicts(self) -> list[str]:
+        return [a.verdict for a in self.attempts]
+
+
+def _key(case: dict[str, Any]) -> list[tuple[str, str]]:
+    out = []
+    for name in KEY_FIELDS:
+        value = case.get(name)
+        if value in (None, "", []):
+            continue
+        text = "; ".join(str(v) for v in value) if isinstance(value, list) else str(value)
+        out.append((name.replace("_", " "), text))
+    return out
+
+
+def _cited(episode: Episode | None, gold: PContextGold, task_id: str, case: dict[str, Any]) -> list[tuple[str, bool]]:
+    if episode is None:
+        return []
+    from hippocamp.scoring.pcontext import cited_ids
+
+    persona = gold.persona(task_id)
+    fragment_of = gold.fragment_of.get(persona, {})
+    support = {str(x) for x in case.get("supporting_fragments") or []}
+    ids = cited_ids(episode.answer, gold.known.get(persona, set()))
+    return [(i, fragment_of.get(i, i) in support) for i in sorted(ids)]
+
+
+@dataclass
+class _RunCases:
+    label: str
+    gold: PContextGold
+    graded: list[Graded]
+    episodes: dict[EpisodeKey, Episode]
+
+
+def case_views(runs: Sequence[_RunCases]) -> list[CaseView]:
+    order: dict[str, None] = {}
+    for r in runs:
+        order.update(dict.fromkeys(t for t in r.gold.cases if any(k[0] == t for k in r.episodes)))
+    for r in runs:
+        order.update(dict.fromkeys(g.task_id for g in r.graded))
+    views = []
+    for tid in order:
+        case = next((r.gold.cases[tid] for r in runs if tid in r.gold.cases), {})
+        attempts = []
+        ctype = str(case.get("type") or "")
+        for r in runs:
+            grades = {g.epoch: g for g in r.graded if g.task_id == tid}
+            eps = {k[2]: e for k, e in r.episodes.items() if k[0] == tid}
+            for epoch in sorted(set(grades) | set(eps)):
+                g, ep = grades.get(epoch), eps.get(epoch)
+                ctype = ctype or (g.type if g else "")
+                attempts.append(
+                    CaseAttempt(
+                        run=r.label,
+                        epoch=epoch,
+                        verdict=g.verdict if g else "not scored",
+                        reason=g.reason if g else "no score line",
+                        answer=ep.answer.text if ep else "",
+                        covered=list(g.covered) if g else [],
+                        missing=list(g.missing) if g else [],
+                        failures=[failure_name(f) for f in g.failures] if g else [],
+                        score=g.score if g else None,
+                        cited=_cited(ep, r.gold, tid, case),
+                        stop=ep.answer.stop if ep else "",
+                        error=ep.answer.error if ep else None,
+                    )
+                )
+        views.append(
+            CaseView(
+                id=tid,
+                persona=next((r.gold.persona(tid) for r in runs), tid.split("/", 1)[0]),
+                type=ctype or "unknown",
+                question=str(case.get("question") or "(the answer key is not available)"),
+                gold_answer=str(case.get("answer") or ""),
+                key=_key(case),
+                supporting=[str(x) for x in case.get("supporting_fragments") or []],
+                attempts=attempts,
+            )
+        )
+    return views
+
+
+# -- everything ------------------------------------------------------------------------------------
+@dataclass
+class PContextTables:
+    """The P-ContextBench part of a report, over the pcontext runs in run order."""
+
+    runs: list[str]
+    types: list[str]
+    rows: list[PContextRow]
+    failures: list[FailureRow]
+    cases: list[CaseView]
+
+    @property
+    def t5(self) -> bool:
+        return "T5" in self.types
+
+    @property
+    def pass_label(self) -> str:
+        """``Pass^3`` when every run has 3 runs, else ``Pass^k``."""
+        ks = {r.k for r in self.rows}
+        return f"Pass^{ks.pop()}" if len(ks) == 1 else "Pass^k"
+
+    @property
+    def retrieval(self) -> bool:
+        return any(r.retrieval for r in self.rows)
+
+
+def build_pcontext(runs: Sequence[Any]) -> PContextTables:
+    """``runs``: `RunData` of pcontext runs (``pcontext_gold`` set), labelled."""
+    per_run = [graded(r.lines, r.pcontext_gold) for r in runs]
+    rows = [pcontext_row(r.label, gs, r.saved_summary) for r, gs in zip(runs, per_run, strict=True)]
+    types = _types({t for row in rows for t in row.types})
+    pairs = zip(runs, per_run, strict=True)
+    cases = case_views([_RunCases(r.label, r.pcontext_gold, gs, r.episodes) for r, gs in pairs])
+    return PContextTables([r.label for r in runs], types, rows, failure_rows(per_run, rows), cases)
