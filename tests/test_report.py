@@ -529,3 +529,21 @@ def test_mixed_profile_and_pcontext_runs(runs: list[Path], pc_run: Path) -> None
     report = build_report([runs[0], pc_run], judge_mode="facts", figures=False)
     assert report.runs[1].judge.startswith("pcontext-rubric")
     assert any("rubric scores" in n for n in report.notes)
+
+
+@pytest.mark.slow
+def test_mixed_report_renders_in_headless_chromium(runs: list[Path], pc_run: Path, tmp_path: Path) -> None:
+    from hippocamp.report import write_report
+
+    chromium = _chromium()
+    url = write_report([runs[0], pc_run], tmp_path / "rep")["html"].resolve().as_uri()
+    dom = _browse(chromium, tmp_path / "profile", "--dump-dom", url)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    console = [line for line in dom.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
+    assert not console, console
+    html = dom.stdout
+    for table in ("table2-table", "pc-table2-table", "pc-table3-table", "pc-t5-table", "pc-wilcoxon-table"):
+        found = re.search(rf'<table id="{table}">(.*?)</table>', html, re.S)
+        assert found is not None and "<td" in found.group(1), table
+    assert html.count('<details class="q" id="case-') == len({s.task_id for s in _pc_lines(pc_run)})
+    assert HOSTILE not in html and MALICIOUS not in html and "<img src=x" not in html

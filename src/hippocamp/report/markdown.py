@@ -257,8 +257,8 @@ def _pcontext(t: PContextTables) -> list[str]:
             "graded partial (T5: FLAGGED), which count as wrong above.", "", *_pc_counts(t)]  # fmt: skip
     out += ["", "## P-ContextBench: failure categories (Table 3 layout)", ""]
     out += ["Scored answers of each type that are not correct and carry the category, with their share of that "
-            "type's errors; one answer can carry several categories. Categories outside the paper's Table 3 are "
-            "marked (other).", ""]  # fmt: skip
+            "type's errors; one answer can carry several categories. Categories the paper's Table 3 does not list "
+            "for that type are marked (other).", ""]  # fmt: skip
     out += _pc_table3(t) if t.failures else ["No failure categories were recorded."]
     if t.t5:
         out += ["", "### T5 verdicts", "", "Share of scored T5 episodes; the normalized score is out of 15, in "
