@@ -18,6 +18,7 @@ from hippocamp.cli._common import fail
 @click.option("--days", default=90, show_default=True, type=int, help="App-log window in days.")
 @click.option("--filler-ratio", default=2.5, show_default=True, type=float, help="Filler tokens per evidence token.")
 @click.option("--decoys", default=0.3, show_default=True, type=float, help="Share of filler tokens that are decoys.")
+@click.option("--facts", default=100, show_default=True, type=int, help="Hidden facts per persona (changes included).")
 @click.option("--contacts", default=5, show_default=True, type=int, help="Frequent contacts per persona.")
 @click.option("--model", default="template", show_default=True, help="'template' or a model string.")
 @click.option("--verifier", default=None, help="A model that also verifies clusters.")
@@ -31,6 +32,7 @@ def personas(
     days: int,
     filler_ratio: float,
     decoys: float,
+    facts: int,
     contacts: int,
     model: str,
     verifier: str | None,
@@ -55,7 +57,8 @@ def personas(
         fail(f"model: {exc}")
     cfg = SetConfig(
         out=out, n=n, seed=seed, days=days, filler_ratio=filler_ratio, decoy_share=decoys, filter=filter_,
-        seeds_file=seeds_file, model=model, verifier=verifier, contacts=contacts, concurrency=concurrency,
+        seeds_file=seeds_file, model=model, verifier=verifier, contacts=contacts, facts=facts,
+        concurrency=concurrency,
     )  # fmt: skip
     started = time.perf_counter()
     try:

@@ -69,77 +69,107 @@ def _conflict(a: Fact, b: Fact) -> Perspective | None:
     return None
 
 
+def _problem_at(seed: Seed, facts: list[Fact], i: int) -> AuditFinding | None:
+    """The first problem of ``facts[i]``: a demographic misfit, or a duplicate of / contradiction with
+    an earlier fact."""
+    fact = facts[i]
+    spec = spec_of(fact)
+    if spec is not None and (why := demographic_issue(spec, seed)):
+        return AuditFinding(perspective="demographic", fact_ids=[fact.id], issue=f"{fact.label!r}: {why}")
+    label = fact.label.lower()
+    for other in facts[:i]:
+        if other.label.lower() == label:
+            return AuditFinding(
+                perspective="behavioral", fact_ids=[other.id, fact.id], issue=f"duplicate {fact.label!r}"
+            )
+        if perspective := _conflict(other, fact):
+            issue = f"{other.label!r} contradicts {fact.label!r}"
+            return AuditFinding(perspective=perspective, fact_ids=[other.id, fact.id], issue=issue)
+    return None
+
+
+def _fits(seed: Seed, facts: list[Fact], i: int) -> bool:
+    """Whether ``facts[i]`` fits the seed and neither repeats nor contradicts any other fact."""
+    fact = facts[i]
+    spec = spec_of(fact)
+    if spec is not None and demographic_issue(spec, seed):
+        return False
+    label = fact.label.lower()
+    return not any(j != i and (other.label.lower() == label or _conflict(other, fact)) for j, other in enumerate(facts))
+
+
 def find_problems(seed: Seed, facts: list[Fact]) -> list[tuple[AuditFinding, int]]:
     """Findings with the index of the fact to repair (the later one of a pair)."""
-    out: list[tuple[AuditFinding, int]] = []
-    for i, fact in enumerate(facts):
-        spec = spec_of(fact)
-        if spec is not None and (why := demographic_issue(spec, seed)):
-            out.append((AuditFinding(perspective="demographic", fact_ids=[fact.id], issue=f"{fact.label!r}: {why}"), i))
-            continue
-        for j in range(i):
-            other = facts[j]
-            if other.label.lower() == fact.label.lower():
-                out.append(
-                    (
-                        AuditFinding(
-                            perspective="behavioral", fact_ids=[other.id, fact.id], issue=f"duplicate {fact.label!r}"
-                        ),
-                        i,
-                    )
-                )
-                break
-            if perspective := _conflict(other, fact):
-                issue = f"{other.label!r} contradicts {fact.label!r}"
-                out.append((AuditFinding(perspective=perspective, fact_ids=[other.id, fact.id], issue=issue), i))
-                break
-    return out
+    return [(finding, i) for i in range(len(facts)) if (finding := _problem_at(seed, facts, i)) is not None]
 
 
 def audit_and_repair(seed: Seed, facts: list[Fact], rng: random.Random) -> tuple[list[Fact], AuditReport]:
-    """Find contradictions and repair them until none is left (or nothing fits and the fact goes)."""
+    """Find contradictions and repair them, earliest first, until none is left. A fact at fault is
+    replaced by a fitting unused fact of its category, else of the least-filled category that has one
+    (the inventory keeps its size), else removed."""
     facts = list(facts)
     findings: list[AuditFinding] = []
     repaired = 0
-    for _ in range(len(facts) + 1):
-        problems = find_problems(seed, facts)
-        if not problems:
-            break
-        finding, index = problems[0]
-        bad = facts[index]
-        used = {spec_of(f).key for f in facts if spec_of(f) is not None}  # type: ignore[union-attr]
-        options = [s for s in BANK if s.category == bad.category and s.key not in used]
-        rng.shuffle(options)
+    used = {spec.key for f in facts if (spec := spec_of(f)) is not None}
+    i = 0
+    while i < len(facts):
+        finding = _problem_at(seed, facts, i)
+        if finding is None:
+            i += 1
+            continue
+        bad = facts[i]
+        filled: dict[str, int] = {}
+        for f in facts:
+            filled[f.category] = filled.get(f.category, 0) + 1
+        same = [s for s in BANK if s.category == bad.category and s.key not in used]
+        other = [s for s in BANK if s.category != bad.category and s.key not in used]
+        rng.shuffle(same)
+        rng.shuffle(other)
+        other.sort(key=lambda s: filled.get(s.category, 0))
         replacement = None
-        for spec in options:
-            trial = [*facts[:index], fact_from_spec(spec, bad.id), *facts[index + 1 :]]
-            if not any(i == index for _, i in find_problems(seed, trial)):
-                replacement = trial[index]
+        for spec in [*same, *other]:
+            trial = [*facts[:i], fact_from_spec(spec, bad.id), *facts[i + 1 :]]
+            if _problem_at(seed, trial, i) is None:
+                replacement = trial[i]
+                used.add(spec.key)
                 break
         if replacement is not None:
-            facts[index] = replacement
+            facts[i] = replacement
             finding = finding.model_copy(update={"repair": f"replaced {bad.id} by {replacement.label!r}"})
+            i += 1
         else:
-            facts.pop(index)
-            finding = finding.model_copy(update={"repair": f"removed {bad.id}; no fitting {bad.category} fact"})
+            facts.pop(i)
+            finding = finding.model_copy(update={"repair": f"removed {bad.id}; no fitting fact left in the bank"})
         findings.append(finding)
         repaired += 1
     remaining = len(find_problems(seed, facts))
     return facts, AuditReport(findings=findings, repaired=repaired, remaining=remaining, auditor="rules")
 
 
-def ensure_changeable(seed: Seed, facts: list[Fact], rng: random.Random) -> list[Fact]:
-    """Facts with at least one that can change during the window (for T3), swapping one in if none can:
-    a changeable fact of some category replaces that category's fact, if the audit still finds nothing."""
-    if any((s := spec_of(f)) is not None and s.then is not None for f in facts):
+def _changeable(fact: Fact) -> bool:
+    return (spec := spec_of(fact)) is not None and spec.then is not None
+
+
+def ensure_changeable(seed: Seed, facts: list[Fact], rng: random.Random, want: int = 1) -> list[Fact]:
+    """Facts with at least ``want`` that can change during the window (for T3), swapping some in while
+    too few can: a changeable fact replaces an unchangeable fact of its category (of a category that
+    keeps another fact, when it can), if the audit still finds nothing."""
+    have = sum(1 for f in facts if _changeable(f))
+    if have >= want:
         return facts
-    options = [s for s in BANK if s.then is not None]
+    facts = list(facts)
+    used = {spec.key for f in facts if (spec := spec_of(f)) is not None}
+    options = [s for s in BANK if s.then is not None and s.key not in used]
     rng.shuffle(options)
     for spec in options:
-        for i, fact in enumerate(facts):
-            if fact.category != spec.category:
-                continue
-            trial = [*facts[:i], fact_from_spec(spec, fact.id), *facts[i + 1 :]]
-            if not find_problems(seed, trial):
-                return trial
+        if have >= want:
+            break
+        slots = [i for i, f in enumerate(facts) if f.category == spec.category and not _changeable(f)]
+        rng.shuffle(slots)
+        for i in slots:
+            trial = [*facts[:i], fact_from_spec(spec, facts[i].id), *facts[i + 1 :]]
+            if _fits(seed, trial, i):
+                facts = trial
+                have += 1
+                break
     return facts

@@ -14,7 +14,11 @@ from functools import cache
 from hippocamp.pcontext.templates.facts import BANK, FactSpec
 from hippocamp.schema.pcontext import CATEGORIES, Fact
 
-__all__ = ["apply_changes", "bank", "fact_from_spec", "sample_facts", "spec_of"]
+__all__ = ["DEFAULT_CHANGES", "DEFAULT_FACTS", "apply_changes", "bank", "fact_from_spec", "sample_facts", "spec_of"]
+
+#: the paper's instance: 10,088 hidden facts over 100 personas, about 7 of them changing (663 T3 cases)
+DEFAULT_FACTS = 100
+DEFAULT_CHANGES = 7
 
 
 @cache
@@ -48,18 +52,29 @@ def fact_from_spec(spec: FactSpec, fid: str) -> Fact:
     )
 
 
-def sample_facts(persona_id: str, rng: random.Random, per_category: int = 2) -> list[Fact]:
-    """``per_category`` facts per category, drawn blindly from the bank (the audit repairs misfits)."""
+def sample_facts(persona_id: str, rng: random.Random, n: int = DEFAULT_FACTS - DEFAULT_CHANGES) -> list[Fact]:
+    """``n`` facts spread evenly over the 18 categories (as many as the bank holds), drawn blindly from
+    the bank (the audit repairs misfits). Categories take turns, in a new random order each round."""
+    pools = {c: [s for s in BANK if s.category == c] for c in CATEGORIES}
+    for pool in pools.values():
+        rng.shuffle(pool)
+    chosen: dict[str, list[FactSpec]] = {c: [] for c in CATEGORIES}
+    total = 0
+    while total < n and any(pools.values()):
+        order = [c for c in CATEGORIES if pools[c]]
+        rng.shuffle(order)
+        for category in order[: n - total]:
+            chosen[category].append(pools[category].pop())
+            total += 1
     out: list[Fact] = []
     for category in CATEGORIES:
-        options = [s for s in BANK if s.category == category]
-        for spec in rng.sample(options, min(per_category, len(options))):
+        for spec in chosen[category]:
             out.append(fact_from_spec(spec, f"{persona_id}-F{len(out) + 1:03d}"))
     return out
 
 
 def apply_changes(
-    facts: list[Fact], persona_id: str, start: date, days: int, rng: random.Random, changes: int = 3
+    facts: list[Fact], persona_id: str, start: date, days: int, rng: random.Random, changes: int = DEFAULT_CHANGES
 ) -> list[Fact]:
     """Up to ``changes`` facts that can change get a successor: the prior ends, the current begins, on a
     day in the middle third of the window. Returns the facts with the successors appended."""

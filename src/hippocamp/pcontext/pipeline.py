@@ -73,7 +73,10 @@ class SetConfig:
     model: str = "template"
     verifier: str | None = None
     contacts: int = 5
-    changes: int = 3
+    #: hidden facts per persona, changed states included (the paper: 10,088 over 100 personas)
+    facts: int = 100
+    #: facts that change during the window (each adds a current state and a T3 case)
+    changes: int = 7
     start: date = date(2025, 3, 3)
     concurrency: int = 4
 
@@ -88,6 +91,8 @@ class SetConfig:
             raise PipelineError(f"--decoys must be between 0 and 1, got {self.decoy_share}")
         if self.contacts < 1:
             raise PipelineError(f"--contacts must be at least 1, got {self.contacts}")
+        if self.facts < self.changes + 2:
+            raise PipelineError(f"--facts must be at least {self.changes + 2} (changes + 2), got {self.facts}")
 
     def as_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -168,9 +173,9 @@ async def _stage_persona(run: _Run, seed: Seed, d: Path) -> tuple[Persona, list[
             run.note(seed.id, "persona", exc)
             facts = None
     if facts is None or turns is None or audit_report is None:
-        facts = sample_facts(seed.id, rng)
+        facts = sample_facts(seed.id, rng, cfg.facts - cfg.changes)
         facts, audit_report = audit_mod.audit_and_repair(seed, facts, rng)
-        facts = audit_mod.ensure_changeable(seed, facts, rng)
+        facts = audit_mod.ensure_changeable(seed, facts, rng, cfg.changes)
         facts = apply_changes(facts, seed.id, cfg.start, cfg.days, rng, cfg.changes)
         turns, facts = template_interview(seed, facts, rng)
     summary = (
