@@ -402,6 +402,10 @@ def test_pcontext_table2_equals_the_score_lines_and_summary(pc_run: Path, pc_rep
     assert row.wilcoxon is not None and row.wilcoxon.personas == w["personas"] == 2
     assert row.wilcoxon.pvalue == pytest.approx(w["pvalue"]) and row.wilcoxon.statistic == pytest.approx(w["statistic"])
     assert not any("older than the score lines" in n for n in pc_report.notes)
+    seen = [x.facts["seen_recall"] for x in scored if x.facts.get("seen_recall") is not None]
+    assert row.seen_n == len(seen) and row.seen_recall == (pytest.approx(sum(seen) / len(seen)) if seen else None)
+    if "seen_recall" in s:
+        assert s["seen_recall"] == pytest.approx(row.seen_recall)
     if "retrieval" in s:  # the scorer's own recall@k of the store's retrieval, shown as written
         assert row.retrieval is not None and row.retrieval.recall == pytest.approx(s["retrieval"]["recall"])
     # rendered: the Markdown row and the HTML table carry the numbers
@@ -479,8 +483,11 @@ def test_pcontext_unscored_retrieval_and_a_stale_summary(pc_run: Path, tmp_path:
     shutil.copytree(pc_run, copy)
     lines = load_scores(copy)
     flipped = {lines[i].key for i in (0, 1, 5)}
+    judged = next(s for s in lines if s.key not in flipped and s.facts.get("covered"))
     out = []
     for s in lines:
+        if s.key == judged.key:  # a key item a judge model found paraphrased
+            s = s.model_copy(update={"facts": {**s.facts, "judged": [s.facts["covered"][0]]}})
         if s.key in flipped:
             s = s.model_copy(update={"correct": None, "score": None, "status": "unscored",
                                      "error": "judge model unreachable"})  # fmt: skip
@@ -503,6 +510,7 @@ def test_pcontext_unscored_retrieval_and_a_stale_summary(pc_run: Path, tmp_path:
     attempts = [a for c in report.pcontext.cases for a in c.attempts if a.verdict == "unscored"]
     assert len(attempts) == 3 and all(a.reason == "judge model unreachable" for a in attempts)
     assert "⚠️ unscored: judge model unreachable" in md and html.count('class="pill v-unscored"') >= 6
+    assert f"{md_escape(judged.facts['covered'][0])} (judge)" in md and '<span class="small">(judge)</span>' in html
     # no retrieval in the summary (a scorer without it): no retrieval columns
     del summary["retrieval"]
     (copy / SUMMARY).write_text(json.dumps(summary), encoding="utf-8")

@@ -216,11 +216,15 @@ def _pc_t5(t: PContextTables) -> list[str]:
 
 def _pc_evidence(t: PContextTables) -> list[str]:
     header = ["Run", "Evidence recall (cited supporting fragments)"]
+    if t.seen:
+        header.append("Seen by the agent's tools")
     if t.retrieval:
         header += ["Retrieval recall@k", *(f"{ty} recall@k" for ty in t.types)]
     rows = []
     for row in t.rows:
         cells = [md_escape(row.run), f"{fmt.pct(row.evidence_recall)} (n={row.evidence_n})"]
+        if t.seen:
+            cells.append(f"{fmt.pct(row.seen_recall)} (n={row.seen_n})")
         if t.retrieval:
             r = row.retrieval
             if r is None:
@@ -264,8 +268,9 @@ def _pcontext(t: PContextTables) -> list[str]:
         out += ["", "### T5 verdicts", "", "Share of scored T5 episodes; the normalized score is out of 15, in "
                 "0–1.", "", *_pc_t5(t)]  # fmt: skip
     out += ["", "### Evidence and retrieval", "", "Evidence recall: the mean share of a case's supporting "
-            "fragments the answer cites. Retrieval recall@k (when scored): the share found by the run's "
-            "retrieval in its top k.", "", *_pc_evidence(t)]  # fmt: skip
+            "fragments the answer cites. Seen (when scored): the share the agent's own tools showed it. "
+            "Retrieval recall@k (when scored): the share the store's retrieval finds in its top k for the "
+            "question.", "", *_pc_evidence(t)]  # fmt: skip
     out += ["", "### T1–T2 vs T3–T5 per persona", "", "One-sided Wilcoxon signed-rank test that a persona's "
             "T1–T2 accuracy is above its T3–T5 accuracy (overall accuracy over all runs).", "",
             *_pc_wilcoxon(t)]  # fmt: skip
@@ -292,7 +297,8 @@ def _case(c: CaseView) -> list[str]:
         verdict += f": {md_escape(a.reason)}" if a.reason else ""
         stop = md_escape(a.stop) + (f": {md_escape(a.error)}" if a.error else "")
         rows.append([md_escape(a.run), str(a.epoch), verdict, md_escape(a.answer) or fmt.DASH,
-                     _labels_text(a.covered), _labels_text(a.missing), _labels_text(a.failures),
+                     "; ".join(md_escape(x) + (" (judge)" if x in a.judged else "") for x in a.covered) or fmt.DASH,
+                     _labels_text(a.missing), _labels_text(a.failures),
                      _files(a.cited, "✓"), stop or fmt.DASH])  # fmt: skip
     return out + _table(header, rows)
 

@@ -169,6 +169,10 @@ class Graded:
     evidence_recall: float | None = None
     score: float | None = None
     reason: str = ""
+    #: share of supporting fragments the agent's own tools showed it (scorers that record it)
+    seen_recall: float | None = None
+    #: key items a judge model found stated in other words
+    judged: tuple[str, ...] = ()
 
 
 def graded(lines: Sequence[ScoreLine], gold: PContextGold) -> list[Graded]:
@@ -192,6 +196,8 @@ def graded(lines: Sequence[ScoreLine], gold: PContextGold) -> list[Graded]:
                 evidence_recall=None if unscored else facts.get("evidence_recall"),
                 score=None if unscored else facts.get("score"),
                 reason=(s.error or s.rationale or s.status) if unscored else "",
+                seen_recall=None if unscored else facts.get("seen_recall"),
+                judged=tuple(str(x) for x in facts.get("judged") or ()),
             )
         )
     return out
@@ -354,6 +360,9 @@ class PContextRow:
     evidence_recall: float | None
     #: episodes with an evidence recall (cases with supporting fragments)
     evidence_n: int
+    #: mean share of supporting fragments the agent's tools showed it, and over how many episodes
+    seen_recall: float | None
+    seen_n: int
     wilcoxon: Wilcoxon | None
     retrieval: Retrieval | None
     #: why the saved summary disagrees with the score lines ("" when it agrees or is absent)
@@ -369,6 +378,7 @@ def pcontext_row(label: str, gs: Sequence[Graded], saved: dict[str, Any] | None 
     types = {t: type_result(by_type[t], k) for t in _types(set(by_type))}
     scored = [g for g in gs if g.correct is not None]
     recalls = [float(g.evidence_recall) for g in scored if g.evidence_recall is not None]
+    seen = [float(g.seen_recall) for g in scored if g.seen_recall is not None]
     row = PContextRow(
         run=label,
         k=k,
@@ -379,6 +389,8 @@ def pcontext_row(label: str, gs: Sequence[Graded], saved: dict[str, Any] | None 
         failures=dict(Counter(f"{g.type}:{f}" for g in scored for f in g.failures)),
         evidence_recall=_mean(recalls),
         evidence_n=len(recalls),
+        seen_recall=_mean(seen),
+        seen_n=len(seen),
         wilcoxon=wilcoxon_t12_t35(gs),
         retrieval=_retrieval(saved or {}),
     )
@@ -479,6 +491,8 @@ class CaseAttempt:
     missing: list[str]
     failures: list[str]
     score: float | None
+    #: covered items a judge model found stated in other words
+    judged: list[str]
     #: cited message/event ids, each marked when it belongs to a supporting fragment
     cited: list[tuple[str, bool]]
     stop: str
@@ -561,6 +575,7 @@ def case_views(runs: Sequence[_RunCases]) -> list[CaseView]:
                         missing=list(g.missing) if g else [],
                         failures=[failure_name(f) for f in g.failures] if g else [],
                         score=g.score if g else None,
+                        judged=list(g.judged) if g else [],
                         cited=_cited(ep, r.gold, tid, case),
                         stop=ep.answer.stop if ep else "",
                         error=ep.answer.error if ep else None,
@@ -605,6 +620,10 @@ class PContextTables:
     @property
     def retrieval(self) -> bool:
         return any(r.retrieval for r in self.rows)
+
+    @property
+    def seen(self) -> bool:
+        return any(r.seen_n for r in self.rows)
 
 
 def build_pcontext(runs: Sequence[Any]) -> PContextTables:
