@@ -151,25 +151,27 @@ def _changeable(fact: Fact) -> bool:
 
 
 def ensure_changeable(seed: Seed, facts: list[Fact], rng: random.Random, want: int = 1) -> list[Fact]:
-    """Facts with at least ``want`` that can change during the window (for T3), swapping some in while
-    too few can: a changeable fact replaces an unchangeable fact of its category (of a category that
-    keeps another fact, when it can), if the audit still finds nothing."""
-    have = sum(1 for f in facts if _changeable(f))
-    if have >= want:
+    """Facts of at least ``want`` categories that can change during the window (for T3; a T3 question
+    asks about a category), swapping some in while too few can: a changeable fact of a new category
+    replaces an unchangeable fact of that category, if the audit still finds nothing."""
+    changing = {f.category for f in facts if _changeable(f)}
+    if len(changing) >= want:
         return facts
     facts = list(facts)
     used = {spec.key for f in facts if (spec := spec_of(f)) is not None}
     options = [s for s in BANK if s.then is not None and s.key not in used]
     rng.shuffle(options)
     for spec in options:
-        if have >= want:
+        if len(changing) >= want:
             break
+        if spec.category in changing:
+            continue
         slots = [i for i, f in enumerate(facts) if f.category == spec.category and not _changeable(f)]
         rng.shuffle(slots)
         for i in slots:
             trial = [*facts[:i], fact_from_spec(spec, facts[i].id), *facts[i + 1 :]]
             if _fits(seed, trial, i):
                 facts = trial
-                have += 1
+                changing.add(spec.category)
                 break
     return facts

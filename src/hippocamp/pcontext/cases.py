@@ -17,9 +17,13 @@ from hippocamp.pcontext.templates.facts import CATEGORY_ASK
 from hippocamp.pcontext.templates.text import PATTERNS
 from hippocamp.schema.pcontext import Case, Cluster, Fact, Persona
 
-__all__ = ["CaseContext", "ask", "template_cases"]
+__all__ = ["PER_TYPE", "CaseContext", "ask", "template_cases"]
 
-PER_TYPE = {"T1": 6, "T2": 6, "T3": 6, "T4": 6, "T5": 6}
+#: cases per type and persona, after the paper's instance (662 T1, 662 T2, 663 T3, 1,360 T4, 1,463 T5 over
+#: 100 personas); T3 is also bounded by the facts that change (``SetConfig.changes``)
+PER_TYPE = {"T1": 7, "T2": 7, "T3": 7, "T4": 14, "T5": 15}
+#: T5 requests that fit the persona (boundary "comply") at most, out of ``PER_TYPE["T5"]``
+T5_COMPLY = 3
 
 
 class CaseContext:
@@ -80,7 +84,7 @@ def _case(
     )
 
 
-def _t1(ctx: CaseContext, rng: random.Random) -> list[Case]:
+def _t1(ctx: CaseContext, rng: random.Random, n: int) -> list[Case]:
     options = []
     for f in ctx.static:
         app, ids = max(ctx.frags[f.id].items(), key=lambda kv: (len(kv[1]), kv[0] == "messenger"))
@@ -89,7 +93,7 @@ def _t1(ctx: CaseContext, rng: random.Random) -> list[Case]:
     options.sort(key=lambda o: not o[0])
     out: list[Case] = []
     seen: set[str] = set()
-    limit = min(PER_TYPE["T1"], max(1, len(ctx.static) // 2))  # leave facts for T2
+    limit = min(n, max(1, len(ctx.static) // 2))  # leave facts for T2
     for _, f, app, ids in options:
         if len(out) == limit or f.category in seen:
             continue
@@ -100,10 +104,12 @@ def _t1(ctx: CaseContext, rng: random.Random) -> list[Case]:
     return out
 
 
-def _t2(ctx: CaseContext, rng: random.Random, avoid: set[str]) -> list[Case]:
+def _t2(ctx: CaseContext, rng: random.Random, n: int, avoid: set[str]) -> list[Case]:
+    """Up to ``n`` cases, each on one or two facts of a cluster (none in ``avoid``, the ids T1 used),
+    no category asked about twice."""
     by_cluster: dict[str, list[Fact]] = defaultdict(list)
     for f in ctx.static:
-        if f.category not in avoid and set(ctx.frags[f.id]) == {"messenger", "calendar"}:
+        if f.id not in avoid and set(ctx.frags[f.id]) == {"messenger", "calendar"}:
             by_cluster[ctx.cluster_of[f.id]].append(f)
     groups = list(by_cluster.values())
     rng.shuffle(groups)
@@ -111,7 +117,9 @@ def _t2(ctx: CaseContext, rng: random.Random, avoid: set[str]) -> list[Case]:
     used: set[str] = set()
     for group in groups:
         group = [f for f in group if f.category not in used][:2]
-        if not group or len(out) == PER_TYPE["T2"]:
+        if len(group) > 1 and group[0].category == group[1].category:
+            group = group[:1]
+        if not group or len(out) == n:
             continue
         used.update(f.category for f in group)
         asks = " and ".join(ask(f, ctx.name) for f in group)
@@ -121,12 +129,16 @@ def _t2(ctx: CaseContext, rng: random.Random, avoid: set[str]) -> list[Case]:
     return out
 
 
-def _t3(ctx: CaseContext) -> list[Case]:
+def _t3(ctx: CaseContext, n: int) -> list[Case]:
     out: list[Case] = []
+    asked: set[str] = set()
     for prior in ctx.facts:
         if not prior.prior_of or prior.id not in ctx.frags or prior.prior_of not in ctx.frags:
             continue
         current = ctx.by_id[prior.prior_of]
+        if current.category in asked:  # the question names the category: one change per category
+            continue
+        asked.add(current.category)
         q = (
             f"Over the period of {ctx.name}'s logs, how has {ask(current, ctx.name)} changed? "
             "Give the earlier state and the state now."
@@ -148,20 +160,20 @@ def _t3(ctx: CaseContext) -> list[Case]:
                 changed_on=current.valid_from,
             )
         )
-    return out[: PER_TYPE["T3"]]
+    return out[:n]
 
 
 def _matches(fact: Fact, alternatives: tuple[str, ...]) -> bool:
     return any(fact.category == a[4:] if a.startswith("cat:") else a in fact.tags for a in alternatives)
 
 
-def _t4(ctx: CaseContext, rng: random.Random) -> list[Case]:
+def _t4(ctx: CaseContext, rng: random.Random, n: int) -> list[Case]:
     out: list[Case] = []
     pron = _pron(ctx.persona)
     patterns = list(PATTERNS)
     rng.shuffle(patterns)
     for pattern in patterns:
-        if len(out) == PER_TYPE["T4"]:
+        if len(out) == n:
             break
         chosen: list[Fact] = []
         for alternatives in pattern["slots"]:  # type: ignore[attr-defined]
@@ -193,9 +205,13 @@ def _t4(ctx: CaseContext, rng: random.Random) -> list[Case]:
     return out
 
 
-def _t5(ctx: CaseContext, rng: random.Random) -> list[Case]:
-    conflicts: list[Case] = []
-    complies: list[Case] = []
+def _t5(ctx: CaseContext, rng: random.Random, n: int) -> list[Case]:
+    """Up to ``n`` requests: the specs' requests that touch a current fact, taken in turns by boundary so
+    that every boundary the persona's facts allow appears, plus up to `T5_COMPLY` routine requests
+    (another of a fact's usual calendar events) that fit."""
+    by_boundary: dict[str, list[Case]] = defaultdict(list)
+    routine: list[Case] = []
+    titles: set[str] = set()
     facts = list(ctx.current)
     rng.shuffle(facts)
     for f in facts:
@@ -204,7 +220,7 @@ def _t5(ctx: CaseContext, rng: random.Random) -> list[Case]:
             continue
         frags = ctx.all_frags(f.id)
         for req in spec.requests:
-            conflicts.append(
+            by_boundary[req.boundary].append(
                 _case(
                     ctx,
                     0,
@@ -217,10 +233,11 @@ def _t5(ctx: CaseContext, rng: random.Random) -> list[Case]:
                     boundary=req.boundary,
                 )
             )
-        if spec.requests and spec.cals:
-            title = spec.cals[0][0].split(" - ")[0].replace("{time}", "").strip()
+        title = spec.cals[0][0].split(" - ")[0].replace("{time}", "").strip() if spec.cals else ""
+        if spec.requests and title and title.lower() not in titles:
+            titles.add(title.lower())
             q = f"Put another '{title}' on my calendar for next week, same time as usual."
-            complies.append(
+            routine.append(
                 _case(
                     ctx,
                     0,
@@ -233,15 +250,21 @@ def _t5(ctx: CaseContext, rng: random.Random) -> list[Case]:
                     boundary="comply",
                 )
             )
-    picked = conflicts[:4] + complies[: max(0, PER_TYPE["T5"] - min(4, len(conflicts)))]
-    return [
-        c.model_copy(update={"id": f"{ctx.persona.id}-T5-{i:02d}"})
-        for i, c in enumerate(picked[: PER_TYPE["T5"]], start=1)
-    ]
+    picked: list[Case] = []
+    queues = [by_boundary[b] for b in sorted(by_boundary)]
+    rng.shuffle(queues)
+    budget = max(0, n - min(T5_COMPLY, len(routine)))
+    while len(picked) < budget and any(queues):
+        for queue in queues:
+            if queue and len(picked) < budget:
+                picked.append(queue.pop(0))
+    picked += routine[: n - len(picked)]
+    return [c.model_copy(update={"id": f"{ctx.persona.id}-T5-{i:02d}"}) for i, c in enumerate(picked, start=1)]
 
 
-def template_cases(ctx: CaseContext, rng: random.Random) -> list[Case]:
-    """All template cases of one persona, T1 to T5."""
-    t1 = _t1(ctx, rng)
-    t2 = _t2(ctx, rng, {ctx.by_id[c.fact_ids[0]].category for c in t1})
-    return [*t1, *t2, *_t3(ctx), *_t4(ctx, rng), *_t5(ctx, rng)]
+def template_cases(ctx: CaseContext, rng: random.Random, per_type: dict[str, int] | None = None) -> list[Case]:
+    """All template cases of one persona, T1 to T5, at most ``per_type`` of each (default `PER_TYPE`)."""
+    n = {**PER_TYPE, **(per_type or {})}
+    t1 = _t1(ctx, rng, n["T1"])
+    t2 = _t2(ctx, rng, n["T2"], {c.fact_ids[0] for c in t1})
+    return [*t1, *t2, *_t3(ctx, n["T3"]), *_t4(ctx, rng, n["T4"]), *_t5(ctx, rng, n["T5"])]

@@ -76,11 +76,17 @@ def sample_facts(persona_id: str, rng: random.Random, n: int = DEFAULT_FACTS - D
 def apply_changes(
     facts: list[Fact], persona_id: str, start: date, days: int, rng: random.Random, changes: int = DEFAULT_CHANGES
 ) -> list[Fact]:
-    """Up to ``changes`` facts that can change get a successor: the prior ends, the current begins, on a
-    day in the middle third of the window. Returns the facts with the successors appended."""
+    """Up to ``changes`` facts that can change (of distinct categories while there are some) get a
+    successor: the prior ends, the current begins, on a day in the middle third of the window. Returns
+    the facts with the successors appended."""
     out = [f.model_copy() for f in facts]
     candidates = [i for i, f in enumerate(out) if (s := spec_of(f)) is not None and s.then is not None]
-    chosen = sorted(rng.sample(candidates, min(changes, len(candidates))))
+    rng.shuffle(candidates)
+    first: dict[str, int] = {}  # one change per category first: T3 asks about a category
+    for i in candidates:
+        first.setdefault(out[i].category, i)
+    ranked = [*first.values(), *(i for i in candidates if i not in first.values())]
+    chosen = sorted(ranked[:changes])
     n = max((int(f.id.rsplit("-F", 1)[-1]) for f in out), default=0)
     for i in chosen:
         spec = spec_of(out[i])
