@@ -4,6 +4,7 @@ model mode through the scripted mock, seeds (filters, files), determinism and re
 from __future__ import annotations
 
 import json
+from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 
@@ -11,11 +12,16 @@ import pytest
 
 from hippocamp.pcontext import SetConfig, parse_filter, read_seed_file, run_set, sample_seeds
 from hippocamp.pcontext import verify as V
-from hippocamp.pcontext.facts import bank
+from hippocamp.pcontext.cases import PER_TYPE
+from hippocamp.pcontext.facts import bank, fact_from_spec
 from hippocamp.pcontext.pipeline import _load, _load_jsonl
 from hippocamp.pcontext.seeds import SeedError
 from hippocamp.pcontext.templates import text as T
+from hippocamp.pcontext.templates.facts import BANK
 from hippocamp.schema.pcontext import (
+    BOUNDARIES,
+    CATEGORIES,
+    MECHANISMS,
     CalendarEvent,
     Case,
     Circle,
@@ -119,7 +125,7 @@ def test_template_messages_read_like_people(tset: tuple[SetConfig, SetSummary]) 
         m.text for m in _load_jsonl(cfg.out / "p001" / "messenger.jsonl", Message) or [] if m.kind == "evidence"
     ]
     assert len(set(texts)) / len(texts) > 0.5  # varied wording, not one line repeated
-    assert len(set(evidence)) > 30
+    assert len(set(evidence)) > 100
 
 
 def test_deterministic(tset: tuple[SetConfig, SetSummary], tmp_path: Path) -> None:
@@ -180,6 +186,71 @@ def test_bank_signals_carry_cues_and_never_name_facts() -> None:
     for text in filler:
         assert not [k for k, t in terms if V.has_term(text, t)], text
     assert sum(len(q) for q in T.QUESTIONS.values()) >= 100
+
+
+def test_default_persona_at_paper_scale(tset: tuple[SetConfig, SetSummary]) -> None:
+    """About 100 facts (7 of them changing) and 7/7/7/14/15 cases per persona, as in the paper's instance."""
+    cfg, summary = tset
+    assert (cfg.facts, cfg.changes) == (100, 7)
+    for pid in ("p001", "p002", "p003"):
+        p = _persona(cfg.out / pid)
+        assert len(p["facts"]) >= 90
+        assert sum(1 for f in p["facts"] if f.prior_of) >= 6
+        by_cat = Counter(f.category for f in p["facts"])
+        assert set(by_cat) == set(CATEGORIES) and min(by_cat.values()) >= 2
+        by_type = Counter(c.type for c in p["cases"])
+        for t, want in PER_TYPE.items():
+            assert want - (2 if t == "T3" else 1) <= by_type[t] <= want, (pid, t, by_type[t])
+        assert len({c.question for c in p["cases"]}) == len(p["cases"])
+    assert summary.facts >= 270 and summary.cases_rejected == 0
+    assert summary.fragments_by_app["messenger"] > 3 * 80 and summary.fragments_by_app["calendar"] > 3 * 50
+
+
+def test_bank_scale_and_no_self_leak() -> None:
+    by_cat = Counter(s.category for s in BANK)
+    assert set(by_cat) == set(CATEGORIES) and min(by_cat.values()) >= 7
+    assert sum(1 for s in BANK if s.then is not None) >= 10
+    specs = list(bank().values())
+    assert {r.boundary for s in specs for r in s.requests} == set(BOUNDARIES)
+    for s in specs:
+        fact = fact_from_spec(s, "p000-F001")
+        signals = [*s.msgs, *(f"{title}\n{notes}" for title, notes in s.cals)]
+        assert not [text for text in signals if V.find_leaks(text, [fact])], s.key  # the project's checker
+        assert len(set(s.msgs)) == len(s.msgs), s.key
+        for r in s.requests:
+            assert set(V.normalize(r.text).split()) & V.FIRST_PERSON, r.text  # T5 is first person
+    # the checker does catch a signal that names the fact
+    leaky = fact_from_spec(BANK[0], "p000-F001")
+    assert V.find_leaks(f"so anyway, {BANK[0].synonyms[0]}", [leaky])
+    assert len(T.PATTERNS) >= PER_TYPE["T4"] and {str(p["kind"]) for p in T.PATTERNS} == set(MECHANISMS)
+    assert len({str(p["question"]) for p in T.PATTERNS}) == len(T.PATTERNS)
+
+
+def test_twenty_personas_cover_every_boundary_and_mechanism(tmp_path: Path) -> None:
+    # no filler: the cases do not depend on it, and the checks run five times faster
+    s = run_set(SetConfig(out=tmp_path / "s", n=20, seed=1, filler_ratio=0.0, decoy_share=0.0))
+    assert s.personas_passed == 20 and s.cases_rejected == 0
+    for t, want in PER_TYPE.items():
+        assert s.cases_by_type[t] >= 0.95 * 20 * want, (t, s.cases_by_type)
+    boundaries: Counter[str] = Counter()
+    kinds: Counter[str] = Counter()
+    evidence: list[str] = []
+    for d in sorted(p for p in (tmp_path / "s").iterdir() if p.is_dir()):
+        cases = _load_jsonl(d / "cases.jsonl", Case) or []
+        boundaries.update(c.boundary for c in cases if c.type == "T5")
+        kinds.update(c.mechanism_kind for c in cases if c.type == "T4")
+        evidence += [m.text for m in _load_jsonl(d / "messenger.jsonl", Message) or [] if m.kind == "evidence"]
+    assert set(boundaries) == set(BOUNDARIES) and min(boundaries.values()) >= 10, boundaries
+    assert set(kinds) == set(MECHANISMS), kinds
+    long = [t for t in evidence if len(t.split()) >= 5]
+    assert len(set(long)) / len(long) > 0.35  # the same fact reads differently across personas
+
+
+def test_facts_below_changes_refused(tmp_path: Path) -> None:
+    from hippocamp.pcontext import PipelineError
+
+    with pytest.raises(PipelineError, match="--facts"):
+        run_set(SetConfig(out=tmp_path / "s", n=1, facts=5))
 
 
 # ---------------------------------------------------------------------------- checks on crafted bad input
@@ -363,10 +434,23 @@ def test_cli(tmp_path: Path) -> None:
     from hippocamp.cli.synth import synth
 
     result = CliRunner().invoke(
-        synth, ["personas", "--n", "1", "--out", str(tmp_path / "c"), "--filter", "age=30-45,occupation=nurse"]
+        synth,
+        [
+            "personas",
+            "--n",
+            "1",
+            "--out",
+            str(tmp_path / "c"),
+            "--filter",
+            "age=30-45,occupation=nurse",
+            "--facts",
+            "40",
+        ],
     )
     assert result.exit_code == 0, result.output
     assert "1/1 passed" in result.output
+    facts = json.loads((tmp_path / "c" / "p001" / "facts.json").read_text())["facts"]
+    assert 36 <= len(facts) <= 40  # 33 sampled + up to 7 changed states, the audit keeping the size
     seed = json.loads((tmp_path / "c" / "p001" / "persona.json").read_text())["seed"]
     assert 30 <= seed["age"] <= 45 and "nurse" in seed["occupation"]
 

@@ -2048,6 +2048,43 @@ BANK: tuple[FactSpec, ...] = (
         tags=("budget",),
         when={"education": ("bachelor", "graduate", "some college", "associate"), "max_age": 60},
     ),
+    FactSpec(
+        "senior_tech",
+        "education",
+        "is taking a computer class at the senior center",
+        ("computer class", "computer classes", "learning computers"),
+        ("the senior center", "my instructor Dana", "attachments", "the mouse"),
+        "My grandson got tired of fixing my phone, so I signed up for lessons.",
+        (
+            "the senior center class covered attachments today, I sent my first one!!",
+            "my instructor Dana is so patient, I asked about the mouse four times",
+            "homework from the senior center: make a folder. I made three",
+        ),
+        (
+            ("The senior center", "class 10am, bring the tablet"),
+            ("Practice with my instructor Dana", "attachments, photos"),
+        ),
+        ("{other} finally learned attachments at the senior center and sends photos of everything",),
+        tags=("learner",),
+        when={"min_age": 62},
+    ),
+    FactSpec(
+        "reading_tutor",
+        "education",
+        "tutors kids in reading after school",
+        ("reading tutor", "tutoring", "tutors kids"),
+        ("phonics cards", "the after-school program", "Jayden's reading level", "sight words"),
+        "I help second graders sound out words twice a week; it's the best part of my week.",
+        (
+            "Jayden's reading level went up two whole steps, I'm so proud of that kid",
+            "made new phonics cards with stickers, they're a hit",
+            "the after-school program needs snacks, bringing goldfish crackers",
+            "sight words game got so loud the librarian shushed us",
+        ),
+        (("The after-school program", "3:30, phonics cards"), ("Make sight words game", "index cards, markers")),
+        ("{other} runs the after-school program and makes phonics cards by hand",),
+        tags=("community",),
+    ),
     # ------------------------------------------------------------------ more health
     FactSpec(
         "hypertension",
