@@ -34,22 +34,24 @@ def main() -> None:
     began = time.perf_counter()
     suite = load_pcontext_suite(f"pcontext:{personas}", SuiteOptions(store=args.out / "store.sqlite"))
     print(f"{len(suite.tasks)} cases, indexed and embedded in {time.perf_counter() - began:.1f} s")
+    from hippocamp.scoring.pcontext import fragment_recall
+
     searcher = Searcher(suite.store)
     recall: dict[str, dict[str, list[float]]] = {m: {} for m in MODES}
     latency: dict[str, list[float]] = {m: [] for m in MODES}
     for task in suite.tasks:
         case = suite.gold[task.id]
-        wanted = {str(x) for x in case.get("supporting_fragments") or []}
-        if not wanted:
+        if not case.get("supporting_fragments"):
             continue
+        fragment_of = suite.personas[task.profile].fragment_of
         category = str(case.get("type"))
         for mode in MODES:
             t0 = time.perf_counter()
             hits = searcher.search(case["question"], k=args.k, filters=SearchFilters(glob=f"{task.profile}/*"),
                                    mode=mode)  # fmt: skip
             latency[mode].append(time.perf_counter() - t0)
-            found = {str(h.meta.get("message_id") or h.meta.get("event_id") or "") for h in hits}
-            recall[mode].setdefault(category, []).append(len(wanted & found) / len(wanted))
+            found = [str(h.meta.get("message_id") or h.meta.get("event_id") or "") for h in hits]
+            recall[mode].setdefault(category, []).append(fragment_recall(case, found, fragment_of) or 0.0)
     suite.close()
     categories = sorted(recall["fts"])
     print(f"\nLoCoMo dev, evidence recall@{args.k} (share of cited messages retrieved), by case type\n")

@@ -151,3 +151,54 @@ def test_score_cli_on_a_pcontext_run(scored_run: Path) -> None:
     assert "T1: 0.0% of 2" in result.output
     summary = json.loads((scored_run / "scores.summary.json").read_text())
     assert summary["retrieval"]["k"] == 5 and summary["judge"] == "pcontext-rubric"
+
+
+@register("agent", "test-top-hit")
+class TopHit:
+    """Answers with the best search hit for the question and cites it: more filler can push evidence out."""
+
+    name: ClassVar[str] = "test-top-hit"
+
+    async def solve(self, task: Task, env: Any, model: Any, budget: Budget) -> Answer:
+        obs = env.search(task.question.splitlines()[0], k=1)
+        return Answer(text=obs.text[:400], trace=[Step(index=0, kind="tool", tool="search", observation=obs.text)])
+
+
+def test_filler_ablation_as_a_paired_comparison(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two persona sets from the same seed, filler 1:1 vs 2.5:1, hold the same cases; the report pairs the
+    two runs by case id (Δ, bootstrap interval, Wilcoxon) as P-ContextBench's ablation does."""
+    from hippocamp.pcontext import SetConfig, run_set
+    from hippocamp.report.build import build_report
+    from hippocamp.report.markdown import render_markdown
+    from hippocamp.runs.runner import run
+    from hippocamp.scoring.run_scores import load_scores, score_run
+
+    monkeypatch.setenv("HIPPOCAMP_CACHE_DIR", str(tmp_path / "cache"))
+    runs = []
+    for ratio in (1.0, 2.5):
+        out = tmp_path / f"filler-{ratio}"
+        run_set(SetConfig(out=out / "set", n=2, seed=5, days=21, filler_ratio=ratio, facts=30))
+        suite = load_suite(f"pcontext:{out / 'set'}", SuiteOptions(embed=False, store=out / "store.sqlite"))
+        asyncio.run(run(suite, "test-top-hit", "mock", out=out / "run", per_type=3))
+        suite.close()
+        asyncio.run(score_run(out / "run", Judge(None, mode="facts"), retrieval_k=0))
+        runs.append(out / "run")
+    cases = [(tmp_path / f"filler-{r}" / "set").glob("*/cases.jsonl") for r in (1.0, 2.5)]
+    a, b = ([p.read_bytes() for p in sorted(c)] for c in cases)
+    assert a == b  # same seed, same cases: only the filler differs
+    report = build_report(runs, figures=False)
+    (c,) = report.pcontext_comparisons
+    means = []
+    for r in runs:
+        by_case = {s.task_id: float(bool(s.correct)) for s in load_scores(r)}
+        means.append(by_case)
+    common = sorted(set(means[0]) & set(means[1]))
+    assert c.questions == len(common) == 15  # 3 of each of T1–T5
+    overall = c.deltas[0]
+    assert overall.metric == "Accuracy" and overall.ci.n == 15
+    assert overall.base == pytest.approx(sum(means[0][q] for q in common) / 15)
+    assert overall.other == pytest.approx(sum(means[1][q] for q in common) / 15)
+    assert overall.ci.estimate == pytest.approx(overall.other - overall.base)
+    assert {d.metric for d in c.deltas} >= {"Accuracy · T1", "Accuracy · T5"}
+    text = render_markdown(report)
+    assert "P-ContextBench: comparison against" in text and "(15 questions)" in text

@@ -361,6 +361,9 @@ class Report:
     notes: list[str] = field(default_factory=list)
     #: the P-ContextBench tables, when some run is a pcontext run
     pcontext: PContextTables | None = None
+    #: pcontext runs against the first one, paired by case id (e.g. a filler-ratio or decoy ablation: two
+    #: persona sets generated with the same seed hold the same cases)
+    pcontext_comparisons: list[Comparison] = field(default_factory=list)
 
     @property
     def labels(self) -> list[str]:
@@ -532,6 +535,39 @@ def _compare(base: RunData, other: RunData) -> Comparison:
     return Comparison(base.label, other.label, len(common), deltas)
 
 
+def _case_means(run: RunData) -> dict[str, tuple[str, float]]:
+    """Each pcontext case's type and accuracy over its scored epochs (cases never scored left out)."""
+    from hippocamp.report.pcontext import graded
+
+    values: dict[str, list[bool]] = defaultdict(list)
+    types: dict[str, str] = {}
+    for g in graded(run.lines, run.pcontext_gold):
+        types[g.task_id] = g.type
+        if g.correct is not None:
+            values[g.task_id].append(g.correct)
+    return {q: (types[q], sum(v) / len(v)) for q, v in values.items() if v}
+
+
+def _compare_pcontext(base: RunData, other: RunData) -> Comparison | None:
+    """Accuracy of ``other`` against ``base`` over the cases both scored (same task ids), overall and by
+    task type: Δ with a bootstrap interval and the paired Wilcoxon test on per-case accuracy."""
+    a, b = _case_means(base), _case_means(other)
+    common = sorted(set(a) & set(b))
+    if not common:
+        return None
+    deltas = []
+    types = sorted({a[q][0] for q in common})
+    for name, ids in [("Accuracy", common), *((f"Accuracy · {t}", [q for q in common if a[q][0] == t]) for t in types)]:
+        xs, ys = [b[q][1] for q in ids], [a[q][1] for q in ids]
+        ci = bootstrap_ci([x - y for x, y in zip(xs, ys, strict=True)], resamples=RESAMPLES)
+        try:
+            test = wilcoxon(xs, ys)
+        except ValueError:  # too few pairs
+            continue
+        deltas.append(Delta(name, "%", sum(ys) / len(ys), sum(xs) / len(xs), ci, test))
+    return Comparison(base.label, other.label, len(common), deltas)
+
+
 # -- drill-down ----------------------------------------------------------------------------------
 def _verdict(line: ScoreLine | None) -> tuple[str, str]:
     if line is None:
@@ -668,6 +704,7 @@ def build_report(
         questions=_questions(profile),
         notes=_notes(runs, tables),
         pcontext=tables,
+        pcontext_comparisons=[c for other in pcontext[1:] if (c := _compare_pcontext(pcontext[0], other))],
     )
     if figures:
         report.figures = _figures(report)

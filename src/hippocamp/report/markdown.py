@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from hippocamp.report import fmt
-from hippocamp.report.build import OVERALL, AccuracyTable, QuestionView, Report, family_name
+from hippocamp.report.build import OVERALL, AccuracyTable, Comparison, QuestionView, Report, family_name
 from hippocamp.report.pcontext import T5_VERDICTS, CaseView, PContextTables, TypeResult
 
 __all__ = ["md_escape", "render_markdown"]
@@ -94,9 +94,9 @@ def _table2(report: Report) -> list[str]:
     return [intro, "", *_table(header, rows)]
 
 
-def _comparisons(report: Report) -> list[str]:
+def _comparisons(comparisons: Sequence[Comparison]) -> list[str]:
     out: list[str] = []
-    for c in report.comparisons:
+    for c in comparisons:
         out += ["", f"### {md_escape(c.other)} vs {md_escape(c.base)} ({c.questions} questions)", ""]
         header = ["Metric", md_escape(c.base), md_escape(c.other), "Δ", "95% CI of Δ", "Wilcoxon p", "pairs"]
         rows = [
@@ -311,6 +311,13 @@ def render_markdown(report: Report, figures_dir: str | None = "figures") -> str:
         lines += ["", "**Notes.**", "", *(f"- {md_escape(n)}" for n in report.notes)]
     if report.pcontext:
         lines += _pcontext(report.pcontext)
+        if report.pcontext_comparisons:
+            lines += ["", f"## P-ContextBench: comparison against {md_escape(report.pcontext_comparisons[0].base)}", ""]
+            lines += ["Paired by case id over the cases both runs scored (two persona sets generated with the same "
+                      "seed hold the same cases, so this is how a filler-ratio or decoy ablation is read): Δ = other "
+                      "− base, a 95% bootstrap interval of the paired difference and the paired Wilcoxon signed-rank "
+                      "test on per-case accuracy (averaged over runs)."]  # fmt: skip
+            lines += _comparisons(report.pcontext_comparisons)
     if report.profile_runs:
         lines += _profile_sections(report, labels, figures_dir)
     lines += ["", "## Cost and latency", "", "Unknown prices are shown as unknown, never as $0.", ""]
@@ -335,7 +342,7 @@ def _profile_sections(report: Report, labels: Sequence[str], figures_dir: str | 
         lines += ["Paired over the questions both runs answered: Δ = other − base (profile-balanced), a 95% "
                   "bootstrap interval of the paired difference, and the paired Wilcoxon signed-rank test on "
                   "per-question outcomes (averaged over epochs)."]  # fmt: skip
-        lines += _comparisons(report)
+        lines += _comparisons(report.comparisons)
     lines += ["", "## Accuracy by capability", "", *_accuracy_table(report.capability, labels, "dimension")]
     lines += _figure(report, "capability", figures_dir)
     lines += ["", "## Accuracy vs difficulty", "", *_accuracy_table(report.difficulty, labels)]
