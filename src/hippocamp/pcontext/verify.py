@@ -12,6 +12,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import date
+from functools import lru_cache
 
 from hippocamp.schema.pcontext import (
     BOUNDARIES,
@@ -52,6 +53,7 @@ FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "im", "ive", "we", 
 _NON_WORD = re.compile(r"[^0-9a-z]+")
 
 
+@lru_cache(maxsize=1 << 16)  # the leakage checks normalize every label and synonym for every line
 def normalize(text: str) -> str:
     """Lower case, punctuation (apostrophes too) to spaces, single spaces, padded with a space each side."""
     return " " + " ".join(_NON_WORD.sub(" ", text.lower()).split()) + " "
