@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import random
 import string
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
+from itertools import chain
 
 from hippocamp.pcontext.facts import spec_of
 from hippocamp.pcontext.seeds import marginals
@@ -48,6 +49,7 @@ from hippocamp.synth.world import rng_for
 
 __all__ = [
     "LogContext",
+    "WrittenSession",
     "assemble",
     "fill",
     "fragment_window",
@@ -55,6 +57,7 @@ __all__ = [
     "make_clusters",
     "render_ics",
     "template_fragments",
+    "third_people",
 ]
 
 
@@ -265,7 +268,28 @@ class _Session:
     has_after: bool = False
 
 
-def _third_people(ctx: LogContext, rng: random.Random) -> list[tuple[str, str]]:
+@dataclass(frozen=True)
+class WrittenSession:
+    """A filler or decoy messenger session written elsewhere (by a model) and placed in time:
+    ``lines`` are (sender: "me" or a contact id, text); ``about`` names a decoy's other person."""
+
+    contact: str
+    start: datetime
+    lines: tuple[tuple[str, str], ...]
+    about: str | None = None
+
+
+def _written(kind: str, items: Iterable[WrittenSession | CalendarEvent]) -> Iterator[_Session | CalendarEvent]:
+    for item in items:
+        if isinstance(item, CalendarEvent):
+            yield item.model_copy(update={"kind": kind})
+        else:
+            lines = [(sender, text, kind, None, None, item.about) for sender, text in item.lines]
+            yield _Session(item.contact, item.start, lines)
+
+
+def third_people(ctx: LogContext, rng: random.Random) -> list[tuple[str, str]]:
+    """Up to 12 (first name, possessive) of people who are neither the persona nor a contact."""
     data = marginals()
     taken = set(ctx.persona.seed.name.split()) | {w for c in ctx.circle.contacts for w in c.name.split()}
     people = [(n, "her") for n in data["first_names"]["female"] if n not in taken]
@@ -275,7 +299,7 @@ def _third_people(ctx: LogContext, rng: random.Random) -> list[tuple[str, str]]:
 
 
 def _decoy_items(ctx: LogContext, rng: random.Random) -> Iterator[_Session | CalendarEvent]:
-    people = _third_people(ctx, rng)
+    people = third_people(ctx, rng)
     facts = list(ctx.facts)
     contacts = [c.id for c in ctx.circle.contacts] or ["c0"]
     while True:
@@ -386,8 +410,14 @@ def _greedy(target: float, source: Iterator[object], limit: int = 100_000) -> li
     return chosen
 
 
-def assemble(ctx: LogContext, clusters: list[Cluster]) -> tuple[list[Message], list[CalendarEvent]]:
-    """The final messenger and calendar logs: verified fragments, filler and decoys, in time order."""
+def assemble(
+    ctx: LogContext,
+    clusters: list[Cluster],
+    written_decoys: Sequence[WrittenSession | CalendarEvent] = (),
+    written_filler: Sequence[WrittenSession | CalendarEvent] = (),
+) -> tuple[list[Message], list[CalendarEvent]]:
+    """The final messenger and calendar logs: verified fragments, filler and decoys, in time order.
+    Written (model) decoys and filler are used first, in order; the templates top them up to the targets."""
     rng = ctx.rng("assembly")
     sessions: list[_Session] = []
     events: list[CalendarEvent] = []
@@ -418,11 +448,11 @@ def assemble(ctx: LogContext, clusters: list[Cluster]) -> tuple[list[Message], l
     evidence_tokens = sum(_size(s) for s in sessions) + sum(_size(e) for e in events)
     filler_target = ctx.filler_ratio * evidence_tokens
     decoy_target = ctx.decoy_share * filler_target
-    decoys = _greedy(decoy_target, _decoy_items(ctx, rng)) if decoy_target > 0 else []
+    decoy_source = chain(_written("decoy", written_decoys), _decoy_items(ctx, rng))
+    decoys = _greedy(decoy_target, decoy_source) if decoy_target > 0 else []
     decoy_tokens = sum(_size(x) for x in decoys)
-    plain = (
-        _greedy(filler_target - decoy_tokens, _filler_items(ctx, rng, evidence_sessions)) if filler_target > 0 else []
-    )
+    filler_source = chain(_written("filler", written_filler), _filler_items(ctx, rng, evidence_sessions))
+    plain = _greedy(filler_target - decoy_tokens, filler_source) if filler_target > 0 else []
     for item in [*decoys, *plain]:
         if isinstance(item, _Session):
             sessions.append(item)

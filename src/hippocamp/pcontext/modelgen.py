@@ -1,6 +1,12 @@
 """Model mode: each stage asks a `hippocamp.models.Model` for schema-validated JSON, one prompt file per
 stage (``prompts/<stage>.md``, first line ``# stage: <name>``). Every function raises on an outage or
 an unusable answer; the pipeline then uses the template engine for that stage and records why.
+
+Filler and decoys are written in batches (`filler`, `decoys`); an item is kept only when it passes the
+same lexical checks as the templates' (no hidden fact's label or synonym; filler carries no fact's cue;
+a decoy passes `verify.check_decoys`), and a batch with no usable item is an unusable answer. T1-T3
+cases (`recall_cases`) name their facts and cite fragment ids; their answer keys are built from the
+facts, and the fragment ids are left for `verify.check_cases` to accept or reject.
 """
 
 from __future__ import annotations
@@ -14,16 +20,19 @@ from functools import cache
 from importlib import resources
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from hippocamp.pcontext import audit as audit_mod
+from hippocamp.pcontext import verify as V
 from hippocamp.pcontext.cases import CaseContext
 from hippocamp.pcontext.interview import TOPIC_OF, question_list
-from hippocamp.pcontext.logs import LogContext, fragment_window
+from hippocamp.pcontext.logs import LogContext, WrittenSession, fragment_window
 from hippocamp.pcontext.verify import normalize
 from hippocamp.schema.pcontext import (
+    PCONTEXT_VERSION,
     AuditFinding,
     AuditReport,
+    CalendarEvent,
     Case,
     Circle,
     Contact,
@@ -31,12 +40,31 @@ from hippocamp.schema.pcontext import (
     Fragment,
     FragmentLine,
     InterviewTurn,
+    Message,
     Persona,
     Seed,
     VerifierAttempt,
 )
 
-__all__ = ["audit", "cases", "changes", "circle", "distill", "fragments", "interview", "prompt", "verify_cluster"]
+__all__ = [
+    "MAX_TOKENS",
+    "ModelStageError",
+    "WrittenBatch",
+    "WrittenItem",
+    "audit",
+    "cases",
+    "changes",
+    "circle",
+    "decoys",
+    "distill",
+    "filler",
+    "fragments",
+    "interview",
+    "place",
+    "prompt",
+    "recall_cases",
+    "verify_cluster",
+]
 
 Category = Literal[
     "background", "family", "relationships", "work", "education", "health", "diet", "fitness", "finances",
@@ -44,6 +72,11 @@ Category = Literal[
 ]  # fmt: skip
 #: confidence at which the verifier's inference counts as recovered
 CONFIDENT = 0.7
+#: answer tokens per stage: a model that rambles is cut off (and its answer refused), not waited for
+MAX_TOKENS = {
+    "interview": 1536, "facts": 3072, "audit": 768, "circle": 768, "fragments": 768, "verifier": 384,
+    "cases": 1024, "cases_recall": 768, "filler": 768, "decoys": 640,
+}  # fmt: skip
 
 
 class ModelStageError(ValueError):
@@ -61,8 +94,19 @@ async def _ask(model: Any, stage: str, payload: dict[str, Any], fmt: type[BaseMo
         {"role": "system", "content": prompt(stage)},
         {"role": "user", "content": json.dumps(payload, ensure_ascii=False, default=str)},
     ]
-    gen = await model.generate(messages, response_format=fmt, temperature=0.0)
+    gen = await model.generate(messages, response_format=fmt, temperature=0.0, max_tokens=MAX_TOKENS.get(stage))
     return gen.parsed
+
+
+async def _all(coros: list[Any]) -> list[Any]:
+    """Run ``coros`` concurrently; the first failure cancels the others (no server time spent on a
+    stage that already failed) and is raised as itself."""
+    try:
+        async with asyncio.TaskGroup() as tg:
+            tasks = [tg.create_task(c) for c in coros]
+    except ExceptionGroup as group:
+        raise group.exceptions[0] from None
+    return [t.result() for t in tasks]
 
 
 # ------------------------------------------------------------------------------------------- interview
@@ -78,7 +122,8 @@ class _Answers(BaseModel):
 
 
 async def interview(model: Any, seed: Seed) -> list[InterviewTurn]:
-    """The 108 questions, asked topic by topic (concurrently), answered in the persona's voice."""
+    """The 108 questions, asked topic by topic (the first alone, the others concurrently), answered in
+    the persona's voice."""
     questions = question_list()
     topics = sorted({t for _, t, _ in questions})
     seed_json = seed.model_dump(exclude={"version", "source"})
@@ -92,8 +137,8 @@ async def interview(model: Any, seed: Seed) -> list[InterviewTurn]:
             raise ModelStageError(f"interview topic {topic}: no answer for {', '.join(missing[:5])}")
         return got
 
-    answers: dict[str, str] = {}
-    for got in await asyncio.gather(*(one(t) for t in topics)):
+    answers: dict[str, str] = await one(topics[0])  # a probe: a model that cannot answer costs one call
+    for got in await _all([one(t) for t in topics[1:]]):
         answers.update(got)
     return [InterviewTurn(id=i, topic=t, question=q, answer=answers[i]) for i, t, q in questions]
 
@@ -427,4 +472,319 @@ async def cases(model: Any, ctx: CaseContext) -> list[Case]:
         )  # fmt: skip
     if not out:
         raise ModelStageError("cases: no cases")
+    return out
+
+
+class _RecallCase(BaseModel):
+    type: Literal["T1", "T2", "T3"]
+    question: str = Field(min_length=1)
+    fact_ids: list[str] = Field(min_length=1)
+    supporting_fragments: list[str] = Field(default_factory=list)
+
+
+class _RecallCases(BaseModel):
+    cases: list[_RecallCase]
+
+
+def _recall_facts(ctx: CaseContext, rng: random.Random, limit: int) -> list[Fact]:
+    """The facts offered for T1-T3: every prior/current pair, and up to ``limit`` facts that hold throughout."""
+    pairs = [f for f in ctx.facts if f.prior_of and f.id in ctx.frags and f.prior_of in ctx.frags]
+    chosen = {f.id for f in pairs} | {f.prior_of for f in pairs if f.prior_of}
+    static = list(ctx.static)
+    rng.shuffle(static)
+    chosen |= {f.id for f in static[:limit]}
+    return [f for f in ctx.facts if f.id in chosen]
+
+
+async def recall_cases(
+    model: Any, ctx: CaseContext, rng: random.Random, limit: int = 12
+) -> tuple[list[Case], list[str]]:
+    """T1-T3 cases written by the model from the facts and their surviving fragments (ids and apps),
+    and the cases dropped here ("case id: reason"). The answer keys (labels, answer, T3 states and
+    change date) come from the facts the case names, never from the model; the cited fragment ids are
+    kept as given, for `verify.check_cases` to accept or reject."""
+    offered = _recall_facts(ctx, rng, limit)
+    payload = {
+        "name": ctx.name,
+        "facts": [
+            {
+                "id": f.id,
+                "category": f.category,
+                "label": f.label,
+                **({"prior_of": f.prior_of} if f.prior_of else {}),
+                **({"valid_from": str(f.valid_from)} if f.valid_from else {}),
+                "fragments": [{"id": x, "app": app} for app, ids in sorted(ctx.frags[f.id].items()) for x in ids],
+            }
+            for f in offered
+        ],
+    }
+    parsed = await _ask(model, "cases_recall", payload, _RecallCases)
+    out: list[Case] = []
+    dropped: list[str] = []
+    counts = {"T1": 0, "T2": 0, "T3": 0}
+    for c in parsed.cases:
+        counts[c.type] += 1
+        cid = f"{ctx.persona.id}-{c.type}-m{counts[c.type]:02d}"
+        facts = [ctx.by_id[f] for f in c.fact_ids if f in ctx.by_id]
+        leaked = [term for f in facts for _, term in V.find_leaks(c.question, [f])]
+        if leaked:
+            dropped.append(f"{cid}: the question gives the answer away ({leaked[0]!r})")
+            continue
+        key: dict[str, Any] = {}
+        answer = "; ".join(f.label for f in facts)
+        if c.type == "T3" and len(facts) == 2:
+            a, b = facts
+            prior, current = (a, b) if a.prior_of == b.id else (b, a) if b.prior_of == a.id else (None, None)
+            if prior is not None and current is not None:
+                key = {"prior_state": prior.label, "current_state": current.label, "stale_state": prior.label,
+                       "changed_on": current.valid_from}  # fmt: skip
+                answer = f"before {current.valid_from}: {prior.label}; since then: {current.label}"
+        out.append(
+            Case(
+                id=cid, persona_id=ctx.persona.id, type=c.type, question=c.question.strip(), fact_ids=c.fact_ids,
+                labels=[f.label for f in facts], supporting_fragments=sorted(set(c.supporting_fragments)),
+                answer=answer, **key,
+            )
+        )  # fmt: skip
+    if not out:
+        raise ModelStageError(f"cases_recall: no usable case ({'; '.join(dropped[:3]) or 'none written'})")
+    return out, dropped
+
+
+# ------------------------------------------------------------------------------------ filler and decoys
+
+
+class WrittenLine(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    #: "me" or a contact id
+    sender: str
+    text: str
+
+
+class WrittenItem(BaseModel):
+    """A model-written filler or decoy item that passed the checks, not yet placed in time."""
+
+    model_config = ConfigDict(extra="forbid")
+    app: Literal["messenger", "calendar"]
+    contact_id: str = ""
+    lines: list[WrittenLine] = Field(default_factory=list)
+    title: str = ""
+    notes: str = ""
+    location: str = ""
+    minutes: int = 60
+    #: a decoy's other person
+    about: str = ""
+
+    def texts(self) -> list[str]:
+        if self.app == "messenger":
+            return [line.text for line in self.lines]
+        return [x for x in (self.title, self.notes, self.location) if x]
+
+
+class WrittenBatch(BaseModel):
+    """One answer of the ``filler`` or ``decoys`` stage as kept in ``model_filler.jsonl``: the items
+    that passed, and why the others were refused."""
+
+    model_config = ConfigDict(extra="forbid")
+    version: int = PCONTEXT_VERSION
+    id: str
+    kind: Literal["filler", "decoy"]
+    items: list[WrittenItem]
+    rejected: list[str] = Field(default_factory=list)
+    model: str = ""
+
+
+class _WLine(BaseModel):
+    sender: str = "me"
+    text: str = Field(min_length=1)
+
+
+class _WItem(BaseModel):
+    app: Literal["messenger", "calendar"]
+    contact_id: str | None = None
+    about: str | None = None
+    lines: list[_WLine] = Field(default_factory=list)
+    title: str = ""
+    notes: str = ""
+    location: str = ""
+    minutes: int = 60
+
+
+class _WItems(BaseModel):
+    items: list[_WItem]
+
+
+#: everyday subjects offered to the filler stage, a few per batch, so that batches differ
+TOPICS = (
+    "groceries", "weekend plans", "the weather", "a TV show", "a movie night", "dinner plans", "car errands",
+    "a birthday", "laundry and chores", "a package delivery", "a funny video", "the neighbors", "a haircut",
+    "running late", "a restaurant", "a game on TV", "a podcast", "borrowing something", "a school event",
+    "a recipe", "a power outage", "a coffee run", "a playlist", "holiday plans", "a lost phone charger",
+    "parking", "a garage sale", "a book", "a phone upgrade", "traffic",
+)  # fmt: skip
+_MAX_ITEM_CHARS = 400
+
+
+def _avoid(facts: list[Fact], limit: int = 60) -> list[str]:
+    """Labels and synonyms of hidden facts, shortest first, at most ``limit`` (a hint; the check is lexical)."""
+    terms = {t.strip() for f in facts for t in (f.label, *f.synonyms) if t.strip()}
+    return sorted(terms, key=lambda t: (len(t), t))[:limit]
+
+
+def _contacts(ctx: LogContext) -> list[dict[str, Any]]:
+    return [
+        {"id": c.id, "name": c.name, "relationship": c.relationship, "shared_activities": c.shared_activities}
+        for c in ctx.circle.contacts
+    ]
+
+
+def _item(raw: _WItem, ctx: LogContext, kind: str) -> WrittenItem | str:
+    """The item in stored form, or why it is refused (shape only; the lexical checks come after)."""
+    contacts = {c.id: c for c in ctx.circle.contacts}
+    names = {c.name.lower(): c.id for c in ctx.circle.contacts} | {
+        c.name.split()[0].lower(): c.id for c in ctx.circle.contacts
+    }
+    about = (raw.about or "").strip() if kind == "decoy" else ""
+    if raw.app == "messenger":
+        contact = raw.contact_id if raw.contact_id in contacts else names.get((raw.contact_id or "").lower())
+        if contact is None:
+            return f"unknown contact {raw.contact_id!r}"
+        lines = []
+        for ln in raw.lines[:8]:
+            text = " ".join(ln.text.split())
+            if not text:
+                continue
+            sender = ln.sender.strip()
+            who = sender if sender in contacts else names.get(sender.lower(), "me")
+            lines.append(WrittenLine(sender=who if who in (contact, "me") else "me", text=text))
+        if not lines:
+            return "a message without lines"
+        item = WrittenItem(app="messenger", contact_id=contact, lines=lines, about=about)
+    else:
+        title = " ".join(raw.title.split())
+        if not title:
+            return "an event without a title"
+        item = WrittenItem(app="calendar", title=title, notes=" ".join(raw.notes.split()),
+                           location=" ".join(raw.location.split()), minutes=max(15, min(raw.minutes, 600)),
+                           about=about)  # fmt: skip
+    if any(len(t) > _MAX_ITEM_CHARS for t in item.texts()):
+        return "a line longer than a message"
+    return item
+
+
+def _cued(text: str, facts: list[Fact]) -> list[str]:
+    return [f.id for f in facts if any(V.has_term(text, c) for c in f.cues)]
+
+
+def _check_filler(item: WrittenItem, ctx: LogContext) -> str | None:
+    for text in item.texts():
+        leaks = V.find_leaks(text, ctx.facts)
+        if leaks:
+            return f"names fact {leaks[0][0]} ({leaks[0][1]!r})"
+        cued = _cued(text, ctx.facts)
+        if cued:
+            return f"carries a cue of fact {cued[0]}: filler would become untracked evidence"
+    return None
+
+
+def _check_decoy(item: WrittenItem, ctx: LogContext, people: set[str]) -> str | None:
+    if item.about.lower() not in people:
+        return f"about {item.about!r}, not one of the other people offered"
+    stamp = datetime.combine(ctx.start, time(12))
+    if item.app == "messenger":
+        items: list[Message | CalendarEvent] = [
+            Message(id=f"line{i}", session_id="s", sender=line.sender, recipients=[], timestamp=stamp,
+                    text=line.text, kind="decoy", about=item.about)
+            for i, line in enumerate(item.lines, start=1)
+        ]  # fmt: skip
+    else:
+        items = [CalendarEvent(id="event", title=item.title, start=stamp, end=stamp, location=item.location,
+                               notes=item.notes, kind="decoy", about=item.about)]  # fmt: skip
+    check = V.check_decoys(items, ctx.facts, ctx.persona.seed.name)
+    if not check.passed:
+        return check.problems[0]
+    cued = [t for t in item.texts() if _cued(t, ctx.facts)]
+    if not cued:
+        return "carries no cue of a hidden fact: not a decoy"
+    for text in cued:  # stricter than sentence by sentence: "Mr. Okafor" must not split a cue from "I"
+        if set(normalize(text).split()) & V.FIRST_PERSON:
+            return "a line with a cue is in the first person: it would tie the cue to the persona"
+        if not V.has_term(text, item.about):
+            return f"a line with a cue does not name {item.about!r}"
+    return None
+
+
+async def _written(model: Any, stage: str, kind: str, ctx: LogContext, batch_id: str, payload: dict[str, Any],
+                   check: Any) -> WrittenBatch:  # fmt: skip
+    parsed = await _ask(model, stage, payload, _WItems)
+    items: list[WrittenItem] = []
+    rejected: list[str] = []
+    seen: set[str] = set()
+    for j, raw in enumerate(parsed.items[: 2 * payload["count"]], start=1):
+        item = _item(raw, ctx, kind)
+        why = item if isinstance(item, str) else check(item)
+        if why is None and isinstance(item, WrittenItem):
+            key = normalize(" ".join(item.texts()))
+            if key in seen:
+                why = "repeats an earlier item"
+            seen.add(key)
+        if why is not None or isinstance(item, str):
+            rejected.append(f"item {j}: {why}")
+            continue
+        items.append(item)
+    if not items:
+        raise ModelStageError(f"{stage} {batch_id}: no usable item ({'; '.join(rejected[:3]) or 'none written'})")
+    return WrittenBatch(id=batch_id, kind=kind, items=items, rejected=rejected, model=model.id)  # type: ignore[arg-type]
+
+
+async def filler(model: Any, ctx: LogContext, batch_id: str, index: int, count: int) -> WrittenBatch:
+    """One batch of ordinary-life filler with the persona's contacts: no hidden fact's label, synonym or cue."""
+    topics = [TOPICS[(index * 3 + k) % len(TOPICS)] for k in range(3)]
+    payload = {
+        "persona": ctx.persona.summary,
+        "contacts": _contacts(ctx),
+        "window": [str(ctx.start), str(ctx.end - timedelta(days=1))],
+        "batch": index,
+        "topics": topics,
+        "count": count,
+        "avoid": _avoid(ctx.facts),
+    }
+    return await _written(model, "filler", "filler", ctx, batch_id, payload, lambda it: _check_filler(it, ctx))
+
+
+async def decoys(model: Any, ctx: LogContext, batch_id: str, index: int, count: int, people: list[str]) -> WrittenBatch:
+    """One batch of decoys: items that use a hidden fact's cue about one of ``people``, never the persona."""
+    facts = [f for f in ctx.facts if f.cues]
+    rng = random.Random(f"{ctx.persona.id}:{batch_id}")
+    offered = rng.sample(facts, min(4, len(facts)))
+    plain = [c for f in offered for c in f.cues if not set(normalize(c).split()) & V.FIRST_PERSON]
+    payload = {
+        "batch": index,
+        "people": people,
+        "contacts": [{"id": c.id, "name": c.name} for c in ctx.circle.contacts],
+        "cues": plain,
+        "count": count,
+        "avoid": _avoid(offered, limit=20),
+    }
+    allowed = {p.lower() for p in people}
+    return await _written(model, "decoys", "decoy", ctx, batch_id, payload, lambda it: _check_decoy(it, ctx, allowed))
+
+
+def place(ctx: LogContext, batch: WrittenBatch) -> list[WrittenSession | CalendarEvent]:
+    """The batch's items at random times inside the window (a random stream of their own per batch)."""
+    rng = ctx.rng("written", batch.id)
+    days = (ctx.end - ctx.start).days
+    out: list[WrittenSession | CalendarEvent] = []
+    for item in batch.items:
+        day = ctx.start + timedelta(days=rng.randrange(days))
+        about = item.about or None
+        if item.app == "messenger":
+            at = datetime.combine(day, time(rng.randint(7, 21), rng.randint(0, 59)))
+            lines = tuple((line.sender, line.text) for line in item.lines)
+            out.append(WrittenSession(contact=item.contact_id, start=at, lines=lines, about=about))
+        else:
+            at = datetime.combine(day, time(rng.randint(8, 19), rng.choice((0, 15, 30, 45))))
+            end = at + timedelta(minutes=item.minutes)
+            out.append(CalendarEvent(id="", title=item.title, start=at, end=end, location=item.location,
+                                     notes=item.notes, kind=batch.kind, about=about))  # fmt: skip
     return out

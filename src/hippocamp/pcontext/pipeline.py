@@ -6,16 +6,25 @@ stage of that persona runs again. Artifacts are written whole (temporary file, t
 clusters of stage 4 are appended one fsynced line each (`hippocamp.durable`), so a killed run
 continues where it stopped, cluster by cluster. With a model, personas and clusters are generated
 concurrently; a model that fails at a stage is replaced by the template engine for that stage and
-the fallback is recorded in ``verification.json``.
+the fallback is recorded in ``verification.json``. A stage whose first `GIVE_UP` answers in a run
+were all unusable is not asked again in that run (a model too small for it costs minutes, not hours).
+
+With a model, filler and decoys are written in batches (kept in ``model_filler.jsonl``, one fsynced
+line per batch, so they resume too), placed first, and topped up by the templates to the requested
+ratio and share; T1-T3 cases come from the model too, and template cases top up every type the
+model's accepted cases leave short. The ``provenance`` entry of ``verification.json`` says what the
+model wrote and what the templates did.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
+import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import asdict, dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
@@ -30,7 +39,16 @@ from hippocamp.pcontext.cases import CaseContext, template_cases
 from hippocamp.pcontext.circle import check_circle, template_circle
 from hippocamp.pcontext.facts import apply_changes, sample_facts
 from hippocamp.pcontext.interview import template_interview
-from hippocamp.pcontext.logs import LogContext, assemble, lexical_verify, make_clusters, render_ics, template_fragments
+from hippocamp.pcontext.logs import (
+    LogContext,
+    WrittenSession,
+    assemble,
+    lexical_verify,
+    make_clusters,
+    render_ics,
+    template_fragments,
+    third_people,
+)
 from hippocamp.pcontext.seeds import SeedError, parse_filter, read_seed_file, sample_seeds
 from hippocamp.schema.pcontext import (
     CATEGORIES,
@@ -50,10 +68,18 @@ from hippocamp.schema.pcontext import (
 )
 from hippocamp.synth.world import rng_for
 
-__all__ = ["MAX_ATTEMPTS", "PipelineError", "SetConfig", "run_set", "summarize", "verify_persona"]
+__all__ = ["GIVE_UP", "MAX_ATTEMPTS", "PipelineError", "SetConfig", "run_set", "summarize", "verify_persona"]
 
 MAX_ATTEMPTS = 3
+#: a stage whose first GIVE_UP answers in a run were all unusable is not asked again in that run
+GIVE_UP = 3
+#: model-written filler and decoys: items asked per batch, a rough size of one item in tokens (to plan
+#: how many batches reach the target), and at most this many batches of each kind per persona
+ITEMS_PER_BATCH = 8
+TOKENS_PER_ITEM = 20
+MAX_BATCHES = 16
 M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
 
 
 class PipelineError(Exception):
@@ -79,6 +105,11 @@ class SetConfig:
     changes: int = 7
     start: date = date(2025, 3, 3)
     concurrency: int = 4
+    #: how hard a model is tried (not part of the set's settings: a run may resume with others):
+    #: a cap on every answer's tokens (None: the per-stage caps of `modelgen.MAX_TOKENS`), and the
+    #: unusable answers after which a stage that never got a usable one is given up for the run
+    max_tokens: int | None = None
+    give_up: int = GIVE_UP
 
     def check(self) -> None:
         if self.n < 1:
@@ -89,6 +120,10 @@ class SetConfig:
             raise PipelineError(f"--filler-ratio must be >= 0, got {self.filler_ratio}")
         if not 0 <= self.decoy_share <= 1:
             raise PipelineError(f"--decoys must be between 0 and 1, got {self.decoy_share}")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise PipelineError(f"max_tokens must be at least 1, got {self.max_tokens}")
+        if self.give_up < 1:
+            raise PipelineError(f"give_up must be at least 1, got {self.give_up}")
         if self.contacts < 1:
             raise PipelineError(f"--contacts must be at least 1, got {self.contacts}")
         if self.facts < self.changes + 2:
@@ -96,8 +131,8 @@ class SetConfig:
 
     def as_json(self) -> dict[str, Any]:
         d = asdict(self)
-        d.pop("out")
-        d.pop("concurrency")
+        for key in ("out", "concurrency", "max_tokens", "give_up"):
+            d.pop(key)
         return {k: str(v) if isinstance(v, Path | date) else v for k, v in d.items()}
 
 
@@ -143,14 +178,47 @@ class _Run:
     verifier: Any = None
     progress: Callable[[str], None] | None = None
     fallbacks: dict[str, list[str]] = field(default_factory=dict)
+    #: per persona: "<stage>_model" / "_fallback" / "_skipped" answers in this run
+    calls: dict[str, Counter[str]] = field(default_factory=dict)
+    #: per stage, over the run: usable answers, unusable ones, and why the stage was given up
+    usable: Counter[str] = field(default_factory=Counter)
+    unusable: Counter[str] = field(default_factory=Counter)
+    given_up: dict[str, str] = field(default_factory=dict)
 
     @property
     def generator(self) -> str:
         return "template" if self.model is None else f"model:{self.model.id}"
 
-    def note(self, pid: str, stage: str, exc: BaseException) -> None:
-        msg = f"{stage}: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
-        self.fallbacks.setdefault(pid, []).append(msg)
+    async def ask(
+        self, pid: str, stage: str, label: str, call: Coroutine[Any, Any, T], record: bool = True
+    ) -> tuple[T | None, str]:
+        """(the model's answer ``call`` at ``stage``, "") or (None, why): an outage, an unusable answer, or
+        a stage given up in this run (``call`` is then not run). With ``record`` the reason joins the
+        persona's fallbacks under ``label``."""
+        tally = self.calls.setdefault(pid, Counter())
+        if stage in self.given_up:
+            call.close()
+            tally[f"{stage}_skipped"] += 1
+            why = f"{label}: not asked: {self.given_up[stage]}"
+            if record and tally[f"{stage}_skipped"] == 1:
+                self.fallbacks.setdefault(pid, []).append(why)
+            return None, why
+        try:
+            value = await call
+        except Exception as exc:  # an outage or an unusable answer: the caller's fallback stands in
+            tally[f"{stage}_fallback"] += 1
+            self.unusable[stage] += 1
+            first = str(exc).splitlines()[0][:200] if str(exc) else ""
+            why = f"{label}: {type(exc).__name__}: {first}"
+            if record:
+                self.fallbacks.setdefault(pid, []).append(why)
+            limit = self.cfg.give_up
+            if not self.usable[stage] and self.unusable[stage] >= limit and stage not in self.given_up:
+                self.given_up[stage] = f"the model's first {limit} answers at this stage were unusable (last: {why})"
+            return None, why
+        tally[f"{stage}_model"] += 1
+        self.usable[stage] += 1
+        return value, ""
 
 
 async def _stage_persona(run: _Run, seed: Seed, d: Path) -> tuple[Persona, list[Fact]]:
@@ -163,15 +231,17 @@ async def _stage_persona(run: _Run, seed: Seed, d: Path) -> tuple[Persona, list[
     if run.model is not None:
         from hippocamp.pcontext import modelgen
 
-        try:
-            turns = await modelgen.interview(run.model, seed)
-            facts, successors = await modelgen.distill(run.model, seed, turns)
-            facts, audit_report = await modelgen.audit(run.model, seed, facts)
+        model = run.model
+        turns, _ = await run.ask(seed.id, "interview", "persona: interview", modelgen.interview(model, seed))
+        distilled = None
+        if turns is not None:
+            distilled, _ = await run.ask(seed.id, "facts", "persona: facts", modelgen.distill(model, seed, turns))
+        if distilled is not None:
+            drafted, successors = distilled
+            audited, _ = await run.ask(seed.id, "audit", "persona: audit", modelgen.audit(model, seed, drafted))
+            facts, audit_report = audited or audit_mod.audit_and_repair(seed, drafted, rng)  # the rules alone
             facts = modelgen.changes(facts, successors, seed.id, cfg.start, cfg.days, rng, cfg.changes)
             generator = run.generator
-        except Exception as exc:  # an outage or an unusable answer: the template engine stands in
-            run.note(seed.id, "persona", exc)
-            facts = None
     if facts is None or turns is None or audit_report is None:
         facts = sample_facts(seed.id, rng, cfg.facts - cfg.changes)
         facts, audit_report = audit_mod.audit_and_repair(seed, facts, rng)
@@ -203,10 +273,10 @@ async def _stage_circle(run: _Run, persona: Persona, facts: list[Fact], d: Path)
     if run.model is not None:
         from hippocamp.pcontext import modelgen
 
-        try:
-            circle = await modelgen.circle(run.model, persona, facts, run.cfg.contacts)
-        except Exception as exc:
-            run.note(persona.id, "circle", exc)
+        model = run.model
+        circle, _ = await run.ask(
+            persona.id, "circle", "circle", modelgen.circle(model, persona, facts, run.cfg.contacts)
+        )
     if circle is None:
         circle = template_circle(persona.seed, facts, run.cfg.contacts, rng)
     circle = check_circle(circle, persona.seed, facts)
@@ -224,10 +294,12 @@ async def _one_cluster(run: _Run, ctx: LogContext, cid: str, theme: str, fact_id
         if run.model is not None:
             from hippocamp.pcontext import modelgen
 
-            try:
-                frags = await modelgen.fragments(run.model, ctx, cid, fact_ids, attempt, feedback)
-            except Exception as exc:
-                run.note(ctx.persona.id, f"fragments {cid} attempt {attempt}", exc)
+            frags, _ = await run.ask(
+                ctx.persona.id,
+                "fragments",
+                f"fragments {cid} attempt {attempt}",
+                modelgen.fragments(run.model, ctx, cid, fact_ids, attempt, feedback),
+            )
         if frags is None:
             frags = template_fragments(ctx, cid, fact_ids, attempt)
         fragments = frags
@@ -235,8 +307,14 @@ async def _one_cluster(run: _Run, ctx: LogContext, cid: str, theme: str, fact_id
         if run.verifier is not None:
             from hippocamp.pcontext import modelgen
 
-            try:
-                judged = await modelgen.verify_cluster(run.verifier, frags, facts, attempt)
+            judged, why = await run.ask(
+                ctx.persona.id,
+                "verifier",
+                "model verifier",
+                modelgen.verify_cluster(run.verifier, frags, facts, attempt),
+                record=False,
+            )
+            if judged is not None:
                 result = VerifierAttempt(
                     attempt=attempt,
                     recovered={k: min(v, judged.recovered.get(k, 0.0)) for k, v in result.recovered.items()},
@@ -244,8 +322,8 @@ async def _one_cluster(run: _Run, ctx: LogContext, cid: str, theme: str, fact_id
                     passed=result.passed and judged.passed,
                     verifier=f"lexical+{judged.verifier}",
                 )
-            except Exception as exc:  # the model verifier is down: the lexical verdict stands, recorded
-                result = result.model_copy(update={"error": f"model verifier: {exc}"[:300]})
+            else:  # the model verifier is down or unusable: the lexical verdict stands, recorded
+                result = result.model_copy(update={"error": why[:300]})
         attempts.append(result)
         if result.passed:
             break
@@ -290,11 +368,75 @@ async def _stage_logs(
     finally:
         log.close()
     clusters = [have[p[0]] for p in plan]
-    messages, events = assemble(ctx, clusters)
+    decoys: list[WrittenSession | CalendarEvent] = []
+    filler: list[WrittenSession | CalendarEvent] = []
+    if run.model is not None:
+        from hippocamp.pcontext import modelgen
+
+        for batch in await _stage_written(run, ctx, clusters, d, fresh):
+            (decoys if batch.kind == "decoy" else filler).extend(modelgen.place(ctx, batch))
+    messages, events = assemble(ctx, clusters, decoys, filler)
     _write(d / "messenger.jsonl", _jsonl(messages))
     _write(d / "calendar.jsonl", _jsonl(events))
     _write(d / "calendar.ics", render_ics(events, ctx.persona.id, f"{ctx.persona.seed.name} calendar"))
     return clusters, messages, events
+
+
+def _evidence_tokens(clusters: list[Cluster]) -> int:
+    return sum(
+        sum(V.tokens(line.text) for line in f.lines) + V.tokens(f.title) + V.tokens(f.notes) + V.tokens(f.location)
+        for c in clusters
+        if c.outcome == "verified"
+        for f in c.fragments
+    )
+
+
+def _written_plan(ctx: LogContext, clusters: list[Cluster]) -> list[tuple[str, str, int]]:
+    """(batch id, kind, index) of the model-written batches that would about reach the targets."""
+    target = ctx.filler_ratio * _evidence_tokens(clusters)
+    decoy = ctx.decoy_share * target
+    per = ITEMS_PER_BATCH * TOKENS_PER_ITEM
+    n_decoy = min(MAX_BATCHES, math.ceil(decoy / per))
+    n_plain = min(MAX_BATCHES, math.ceil((target - decoy) / per))
+    return [(f"decoy-{i:02d}", "decoy", i) for i in range(1, n_decoy + 1)] + [
+        (f"filler-{i:02d}", "filler", i) for i in range(1, n_plain + 1)
+    ]
+
+
+async def _stage_written(run: _Run, ctx: LogContext, clusters: list[Cluster], d: Path, fresh: bool) -> list[Any]:
+    """The model's filler and decoy batches, resumed from ``model_filler.jsonl`` (batches the model
+    failed are asked again on the next run; the templates stand in for them in this one)."""
+    from hippocamp.pcontext import modelgen
+
+    path = d / "model_filler.jsonl"
+    if fresh and path.exists():
+        path.unlink()
+    plan = _written_plan(ctx, clusters)
+    done = read_lines(path, modelgen.WrittenBatch.model_validate, key=lambda b: b.id, what="a batch of filler")
+    have = {b.id: b for b in done.items}
+    people = [name for name, _ in third_people(ctx, ctx.rng("written", "people"))]
+    log = DurableLog(path)
+    log.open(keep=[(b.model_dump_json() + "\n").encode() for b in done.items], rewrite=done.damaged_tail)
+    model, pid = run.model, ctx.persona.id
+    try:
+        sem = asyncio.Semaphore(run.cfg.concurrency)
+
+        async def one(bid: str, kind: str, index: int) -> None:
+            async with sem:
+                if kind == "decoy":
+                    call = modelgen.decoys(model, ctx, bid, index, ITEMS_PER_BATCH, people)
+                else:
+                    call = modelgen.filler(model, ctx, bid, index, ITEMS_PER_BATCH)
+                stage = "decoys" if kind == "decoy" else "filler"
+                batch, _ = await run.ask(pid, stage, f"{stage} {bid}", call)
+            if batch is not None:
+                log.append((batch.model_dump_json() + "\n").encode())
+                have[bid] = batch
+
+        await asyncio.gather(*(one(*p) for p in plan if p[0] not in have))
+    finally:
+        log.close()
+    return [have[p[0]] for p in plan if p[0] in have]
 
 
 def verify_persona(
@@ -371,23 +513,114 @@ async def _stage_cases(
     cctx = CaseContext(ctx.persona, ctx.facts, clusters, present)
     rng = rng_for(run.cfg.seed, ctx.persona.id, "cases")
     cases = template_cases(cctx, rng)
+    dropped: list[str] = []
     if run.model is not None:
         from hippocamp.pcontext import modelgen
 
-        try:
-            extra = await modelgen.cases(run.model, cctx)
-            cases = [c for c in cases if c.type not in ("T4", "T5")] + extra
-        except Exception as exc:
-            run.note(ctx.persona.id, "cases", exc)
+        model, pid = run.model, ctx.persona.id
+        recall_rng = rng_for(run.cfg.seed, pid, "cases", "model")
+        recall, _ = await run.ask(pid, "cases_recall", "cases: T1-T3", modelgen.recall_cases(model, cctx, recall_rng))
+        inferred, _ = await run.ask(pid, "cases", "cases: T4-T5", modelgen.cases(model, cctx))
+        written = [*(recall[0] if recall else []), *(inferred or [])]
+        dropped = recall[1] if recall else []
+        items: list[Message | CalendarEvent] = [*messages, *events]
+        cases = _top_up(written, cases, ctx.facts, clusters, items, ctx.persona.seed.name)
     accepted, report = verify_persona(
         ctx.persona, ctx.facts, ctx.circle, clusters, messages, events, cases, run.cfg.filler_ratio, run.cfg.decoy_share
     )
     old = _load(d / "verification.json", VerificationReport)
     notes = run.fallbacks.get(ctx.persona.id, [])
-    report = report.model_copy(update={"fallbacks": [*(old.fallbacks if old else []), *notes]})
+    report = report.model_copy(
+        update={
+            "checks": [*report.checks, _provenance(run, ctx, clusters, messages, events, accepted, dropped, d)],
+            "rejected_cases": [*report.rejected_cases, *dropped],
+            "fallbacks": [*(old.fallbacks if old else []), *notes],
+        }
+    )
     _write(d / "cases.jsonl", _jsonl(accepted))
     _write(d / "verification.json", _dump(report))
     return report
+
+
+def _top_up(
+    written: list[Case],
+    template: list[Case],
+    facts: list[Fact],
+    clusters: list[Cluster],
+    items: list[Message | CalendarEvent],
+    name: str,
+) -> list[Case]:
+    """The model's cases, then template cases of each type up to the templates' count of that type
+    less the model's accepted ones (none on the same facts)."""
+    good, _, _ = V.check_cases(written, facts, clusters, items, name)
+    have = Counter(c.type for c in good)
+    taken = {(c.type, tuple(sorted(c.fact_ids))) for c in good}
+    want = Counter(c.type for c in template)
+    out = list(written)
+    for case in template:
+        if have[case.type] < want[case.type] and (case.type, tuple(sorted(case.fact_ids))) not in taken:
+            out.append(case)
+            have[case.type] += 1
+    return out
+
+
+_MODEL_CASE = re.compile(r"-T[1-5]-m\d+$")
+
+
+def _provenance(
+    run: _Run,
+    ctx: LogContext,
+    clusters: list[Cluster],
+    messages: list[Message],
+    events: list[CalendarEvent],
+    cases: list[Case],
+    dropped: list[str],
+    d: Path,
+) -> CheckResult:
+    """What the model wrote and what the templates did, read from the artifacts (and this run's calls).
+    A record, not a test: it always passes."""
+    measured: dict[str, float | int | str | None] = {
+        "generator": run.generator,
+        "persona": "model" if ctx.persona.generator.startswith("model:") else "template",
+        "circle": "model" if ctx.circle.generator.startswith("model:") else "template",
+    }
+    by_model = sum(
+        1
+        for c in clusters
+        if [f.model_dump() for f in c.fragments]
+        != [f.model_dump() for f in template_fragments(ctx, c.id, c.fact_ids, len(c.attempts))]
+    )
+    measured |= {"clusters_model": by_model, "clusters_template": len(clusters) - by_model}
+    batches = []
+    if (d / "model_filler.jsonl").is_file():
+        from hippocamp.pcontext import modelgen
+
+        batches = read_lines(d / "model_filler.jsonl", modelgen.WrittenBatch.model_validate, key=lambda b: b.id).items
+    for kind in ("filler", "decoy"):
+        mine = [b for b in batches if b.kind == kind]
+        texts = {t for b in mine for item in b.items for t in item.texts()}
+        titles = {item.title for b in mine for item in b.items if item.app == "calendar"}
+        model_tokens = template_tokens = 0
+        for item in [*messages, *events]:
+            if item.kind != kind:
+                continue
+            written = item.text in texts if isinstance(item, Message) else item.title in titles
+            if written:
+                model_tokens += V.item_tokens(item)
+            else:
+                template_tokens += V.item_tokens(item)
+        measured |= {
+            f"{kind}_batches_model": len(mine),
+            f"{kind}_items_model": sum(len(b.items) for b in mine),
+            f"{kind}_items_refused": sum(len(b.rejected) for b in mine),
+            f"{kind}_tokens_model": model_tokens,
+            f"{kind}_tokens_template": template_tokens,
+        }
+    from_model = sum(1 for c in cases if _MODEL_CASE.search(c.id))
+    measured |= {"cases_model": from_model, "cases_template": len(cases) - from_model, "cases_dropped": len(dropped)}
+    for key, n in sorted(run.calls.get(ctx.persona.id, Counter()).items()):
+        measured[f"calls_{key}"] = n
+    return CheckResult(name="provenance", passed=True, measured=measured)
 
 
 async def _persona(run: _Run, seed: Seed) -> None:
@@ -474,6 +707,17 @@ async def _run_all(run: _Run, seeds: list[Seed]) -> None:
     await asyncio.gather(*(one(s) for s in seeds))
 
 
+class _Capped:
+    """A model whose every answer is cut at ``cap`` tokens (an answer cut short is then refused)."""
+
+    def __init__(self, model: Any, cap: int):
+        self.model, self.cap, self.id = model, cap, model.id
+
+    async def generate(self, messages: Any, max_tokens: int | None = None, **options: Any) -> Any:
+        cap = self.cap if max_tokens is None else min(max_tokens, self.cap)
+        return await self.model.generate(messages, max_tokens=cap, **options)
+
+
 def run_set(
     cfg: SetConfig, model: Any = None, verifier: Any = None, progress: Callable[[str], None] | None = None
 ) -> SetSummary:
@@ -483,6 +727,9 @@ def run_set(
     cfg.out.mkdir(parents=True, exist_ok=True)
     _check_config(cfg)
     seeds = _seeds(cfg)
+    if cfg.max_tokens is not None:
+        model = None if model is None else _Capped(model, cfg.max_tokens)
+        verifier = None if verifier is None else _Capped(verifier, cfg.max_tokens)
     run = _Run(cfg, model=model, verifier=verifier, progress=progress)
     asyncio.run(_run_all(run, seeds))
     summary = summarize(cfg, seeds)
