@@ -202,3 +202,21 @@ def test_filler_ablation_as_a_paired_comparison(tmp_path: Path, monkeypatch: pyt
     assert {d.metric for d in c.deltas} >= {"Accuracy · T1", "Accuracy · T5"}
     text = render_markdown(report)
     assert "P-ContextBench: comparison against" in text and "(15 questions)" in text
+
+
+@pytest.mark.parametrize(
+    ("answer", "label", "expected"),
+    [
+        ("[2023-05-07]", "7 May 2023", True),
+        ("She went on May 7, 2023.", "7 May 2023", True),
+        ("It was 8 May 2023.", "7 May 2023", False),
+        ("2023-05-07", "The week before 7 May 2023", False),  # the date alone is not the label's words
+        ("the week before 2023-05-07", "The week before 7 May 2023", True),
+        ("May 2023", "7 May 2023", False),
+        ("has asthma", "has asthma", True),
+    ],
+)
+def test_covers_reads_dates_in_any_spelling(answer: str, label: str, expected: bool) -> None:
+    from hippocamp.scoring.pcontext import covers
+
+    assert covers(answer, label) is expected

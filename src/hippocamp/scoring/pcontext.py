@@ -53,8 +53,29 @@ def _tokens(text: str) -> list[str]:
     return [w.rstrip("s") if len(w) > 3 else w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in _STOP]
 
 
+def _same_day(want: tuple[int | None, ...], got: tuple[int | None, ...]) -> bool:
+    """Whether ``got`` (year, month, day) states the day ``want`` names; an unknown year on either side
+    matches, a missing month or day in ``got`` does not."""
+    (wy, wm, wd), (gy, gm, gd) = want, got
+    return (wy is None or gy is None or wy == gy) and wm == gm and (wd is None or wd == gd)
+
+
 def covers(answer: str, label: str, threshold: float = 0.6) -> bool:
-    """Whether the answer states the label (share of its content words present)."""
+    """Whether the answer states the label (share of its content words present). A date in the label
+    must be in the answer as the same day in any spelling ("7 May 2023" = "2023-05-07" = "May 7, 2023");
+    the label's other words are then counted as usual."""
+    if any(ch.isdigit() for ch in label):
+        from hippocamp.text.facts import extract_facts
+
+        dates = extract_facts(label).dates
+        if dates:
+            said = [r for d in extract_facts(re.sub(r"[\[\]]", " ", answer)).dates for r in d.readings]
+            if not all(any(_same_day(r, x) for r in d.readings for x in said) for d in dates):
+                return False
+            for d in dates:
+                label = label.replace(d.text, " ")
+            if not _tokens(label):
+                return True
     want = _tokens(label)
     if not want:
         return False
