@@ -9,7 +9,9 @@ a prior state lies before the change, one of the current state after it.
 Assembly adds filler until filler tokens reach ``filler_ratio`` times the evidence tokens, the
 first ``decoy_share`` of them as decoys: messages and events about someone else that touch a
 persona's fact (a cue) while naming that person. Filler is added greedily, item by item, stopping
-at the item that would take the total further from the target than leaving it out.
+at the item that would take the total further from the target than leaving it out. Filler and decoys
+written elsewhere (a model's, already checked and placed in time) are taken first; the templates top
+them up.
 """
 
 from __future__ import annotations
