@@ -4,6 +4,7 @@ model mode through the scripted mock, seeds (filters, files), determinism and re
 from __future__ import annotations
 
 import json
+import random
 from collections import Counter
 from datetime import timedelta
 from pathlib import Path
@@ -12,12 +13,12 @@ import pytest
 
 from hippocamp.pcontext import SetConfig, parse_filter, read_seed_file, run_set, sample_seeds
 from hippocamp.pcontext import verify as V
-from hippocamp.pcontext.cases import PER_TYPE
-from hippocamp.pcontext.facts import bank, fact_from_spec
+from hippocamp.pcontext.cases import PER_TYPE, CaseContext, ask, change_topic, template_cases
+from hippocamp.pcontext.facts import bank, fact_from_spec, spec_of
 from hippocamp.pcontext.pipeline import _load, _load_jsonl
 from hippocamp.pcontext.seeds import SeedError
 from hippocamp.pcontext.templates import text as T
-from hippocamp.pcontext.templates.facts import BANK
+from hippocamp.pcontext.templates.facts import BANK, CATEGORY_ASK
 from hippocamp.schema.pcontext import (
     BOUNDARIES,
     CATEGORIES,
@@ -26,6 +27,7 @@ from hippocamp.schema.pcontext import (
     Case,
     Circle,
     Cluster,
+    Fact,
     FactsFile,
     Message,
     Persona,
@@ -226,6 +228,86 @@ def test_bank_scale_and_no_self_leak() -> None:
     assert len({str(p["question"]) for p in T.PATTERNS}) == len(T.PATTERNS)
 
 
+#: the pronoun slots of a question, for both sexes
+_PRONOUNS = (
+    {"subj": "she", "obj": "her", "poss": "her", "self": "herself"},
+    {"subj": "he", "obj": "him", "poss": "his", "self": "himself"},
+)
+
+
+def test_every_spec_asks_its_own_question() -> None:
+    """T1/T2 ask each fact's own question: every spec (successors too) has one, they all differ, each names
+    the persona and no label, synonym or cue of its fact (the project's checker); specs that change name
+    what changes (T3) without naming either state."""
+    specs = list(bank().values())
+    assert len({s.ask for s in specs}) == len(specs)
+    for s in specs:
+        fact = fact_from_spec(s, "p000-F001")
+        for pron in _PRONOUNS:
+            q = s.ask.format(name="Dana", **pron)
+            assert q[0].isupper() and q.endswith("?") and "Dana" in q and "{" not in q, s.key
+            assert not set(V.normalize(q).split()) & V.FIRST_PERSON, (s.key, q)  # third person
+            assert not V.find_leaks(q, [fact]), (s.key, q)
+            assert not [c for c in s.cues if V.has_term(q, c)], (s.key, q)
+        # nor any other fact's terms: a question points at no fact by name
+        q = s.ask.format(name="Dana", **_PRONOUNS[0])
+        assert not [t for x in specs for t in (x.label, *x.synonyms, *x.cues) if V.has_term(q, t)], (s.key, q)
+        assert bool(s.change) == (s.then is not None), s.key
+        if s.then is not None:
+            topic = s.change.format(name="Dana", **_PRONOUNS[0])
+            states = [fact, fact_from_spec(s.then, "p000-F002")]
+            assert "Dana" in topic and not V.find_leaks(topic, states), (s.key, topic)
+            assert not [c for x in (s, s.then) for c in x.cues if V.has_term(topic, c)], (s.key, topic)
+    # an exclusive group ("x:" tag) conflicts with itself on every member, so no persona holds two of it
+    for s in specs:
+        for tag in s.tags:
+            if tag.startswith("x:"):
+                assert tag in s.conflicts, (s.key, tag)
+    # the checker does catch a question that names its fact
+    leaky = next(s for s in specs if s.key == "asthma")
+    assert V.find_leaks(f"How does {{name}} live with {leaky.synonyms[0]}?", [fact_from_spec(leaky, "p000-F001")])
+
+
+def _questions_unambiguous(persona: Persona, facts: list[Fact], cases: list[Case]) -> None:
+    """Each T1/T2 case asks its facts' own questions, which no other fact of the persona shares; T3 names
+    what changed; all questions of the persona differ; no two facts the persona holds are an exclusive pair."""
+    own = {f.id: s.ask for f in facts if (s := spec_of(f)) is not None}
+    assert len(own) == len(facts)
+    for case in cases:
+        if case.type in ("T1", "T2"):
+            for fid in case.fact_ids:
+                others = [f.label for f in facts if f.id != fid and own[f.id] == own[fid]]
+                assert not others, (case.id, case.question, others)
+                assert ask(next(f for f in facts if f.id == fid), persona)[1:] in case.question, case.question
+        if case.type == "T3":
+            prior = next(f for f in facts if f.id in case.fact_ids and f.prior_of)
+            assert f"what changed about {change_topic(prior, persona)}?" in case.question, case.question
+    assert len({V.normalize(c.question) for c in cases}) == len(cases)
+    for f in facts:
+        conflicts = set(spec_of(f).conflicts)  # type: ignore[union-attr]
+        clash = [g.label for g in facts if g.id != f.id and conflicts & set(g.tags)]
+        assert not clash, (persona.id, f.label, clash)
+
+
+def test_model_facts_keep_the_category_question(one: dict) -> None:
+    """A fact without a bank spec (model mode) is asked about its category, and cases still come out."""
+    persona = one["persona"]
+    name = persona.seed.name.split()[0]
+    facts = [f.model_copy(update={"tags": [t for t in f.tags if not t.startswith("bank:")]}) for f in one["facts"]]
+    assert ask(facts[0], persona) == f"What can you tell about {CATEGORY_ASK[facts[0].category].format(name=name)}?"
+    prior = next(f for f in facts if f.prior_of)
+    assert change_topic(prior, persona) == CATEGORY_ASK[prior.category].format(name=name)
+    present = {i.fragment_id for i in [*one["messages"], *one["events"]] if i.fragment_id}
+    cases = template_cases(CaseContext(persona, facts, one["clusters"], present), random.Random(1))
+    by_type = Counter(c.type for c in cases)
+    assert by_type["T1"] and by_type["T2"] and by_type["T3"]
+    t1 = next(c for c in cases if c.type == "T1")
+    assert "what can you tell about" in t1.question
+    # with the bank specs, the same persona's T1 asks the fact's own question instead
+    spec = spec_of(one["facts"][0])
+    assert spec is not None and ask(one["facts"][0], persona).startswith(spec.ask.split(" {name}")[0])
+
+
 def test_twenty_personas_cover_every_boundary_and_mechanism(tmp_path: Path) -> None:
     # no filler: the cases do not depend on it, and the checks run five times faster
     s = run_set(SetConfig(out=tmp_path / "s", n=20, seed=1, filler_ratio=0.0, decoy_share=0.0))
@@ -237,6 +319,8 @@ def test_twenty_personas_cover_every_boundary_and_mechanism(tmp_path: Path) -> N
     evidence: list[str] = []
     for d in sorted(p for p in (tmp_path / "s").iterdir() if p.is_dir()):
         cases = _load_jsonl(d / "cases.jsonl", Case) or []
+        facts = _load(d / "facts.json", FactsFile).facts  # type: ignore[union-attr]
+        _questions_unambiguous(_load(d / "persona.json", Persona), facts, cases)  # type: ignore[arg-type]
         boundaries.update(c.boundary for c in cases if c.type == "T5")
         kinds.update(c.mechanism_kind for c in cases if c.type == "T4")
         evidence += [m.text for m in _load_jsonl(d / "messenger.jsonl", Message) or [] if m.kind == "evidence"]

@@ -5,6 +5,10 @@ current state (the stale state is the prior one taken as current); T4 a higher-l
 facts (`templates.text.PATTERNS`: conclusion, mechanism kind and mechanism); T5 a first-person request
 touching a persona constraint, with the expected action boundary. `verify.check_cases` then rejects
 ungrounded, duplicate and type-invalid cases.
+
+T1 and T2 ask each fact's own question (`FactSpec.ask`), which no other fact the persona holds at the same
+time answers, so the key's one label is the answer; T3 names what changed (`FactSpec.change`). A model
+fact (no bank spec) is asked about its category instead.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from hippocamp.pcontext.templates.facts import CATEGORY_ASK
 from hippocamp.pcontext.templates.text import PATTERNS
 from hippocamp.schema.pcontext import Case, Cluster, Fact, Persona
 
-__all__ = ["PER_TYPE", "CaseContext", "ask", "template_cases"]
+__all__ = ["PER_TYPE", "CaseContext", "ask", "change_topic", "template_cases"]
 
 #: cases per type and persona, after the paper's instance (662 T1, 662 T2, 663 T3, 1,360 T4, 1,463 T5 over
 #: 100 personas); T3 is also bounded by the facts that change (``SetConfig.changes``)
@@ -64,8 +68,27 @@ def _pron(persona: Persona) -> dict[str, str]:
     }
 
 
-def ask(fact: Fact, name: str) -> str:
-    return CATEGORY_ASK[fact.category].format(name=name)
+def ask(fact: Fact, persona: Persona) -> str:
+    """The question only ``fact`` answers among the persona's facts: its bank spec's question, or for a
+    model fact (no spec) a question about its category."""
+    name = persona.seed.name.split()[0]
+    spec = spec_of(fact)
+    if spec is None:
+        return f"What can you tell about {CATEGORY_ASK[fact.category].format(name=name)}?"
+    return spec.ask.format(name=name, **_pron(persona))
+
+
+def change_topic(fact: Fact, persona: Persona) -> str:
+    """What changes between ``fact`` (a prior state) and its successor: its spec's topic, else its category."""
+    name = persona.seed.name.split()[0]
+    spec = spec_of(fact)
+    if spec is None or not spec.change:
+        return CATEGORY_ASK[fact.category].format(name=name)
+    return spec.change.format(name=name, **_pron(persona))
+
+
+def _lower_first(question: str) -> str:
+    return question[:1].lower() + question[1:]
 
 
 def _case(
@@ -95,11 +118,11 @@ def _t1(ctx: CaseContext, rng: random.Random, n: int) -> list[Case]:
     seen: set[str] = set()
     limit = min(n, max(1, len(ctx.static) // 2))  # leave facts for T2
     for _, f, app, ids in options:
-        if len(out) == limit or f.category in seen:
+        if len(out) == limit or f.category in seen:  # spread over categories
             continue
         seen.add(f.category)
         where = "messages" if app == "messenger" else "calendar"
-        q = f"Judging only from {ctx.name}'s {where}, what can you tell about {ask(f, ctx.name)}?"
+        q = f"Judging only from {ctx.name}'s {where}, {_lower_first(ask(f, ctx.persona))}"
         out.append(_case(ctx, len(out) + 1, "T1", q, [f], ids, f.label))
     return out
 
@@ -122,8 +145,8 @@ def _t2(ctx: CaseContext, rng: random.Random, n: int, avoid: set[str]) -> list[C
         if not group or len(out) == n:
             continue
         used.update(f.category for f in group)
-        asks = " and ".join(ask(f, ctx.name) for f in group)
-        q = f"Putting {ctx.name}'s messages and calendar together, what do they show about {asks}?"
+        asks = " And ".join(_lower_first(ask(f, ctx.persona)) for f in group)
+        q = f"Putting {ctx.name}'s messages and calendar together, {asks}"
         frags = [x for f in group for x in ctx.all_frags(f.id)]
         out.append(_case(ctx, len(out) + 1, "T2", q, group, frags, "; ".join(f.label for f in group)))
     return out
@@ -136,13 +159,12 @@ def _t3(ctx: CaseContext, n: int) -> list[Case]:
         if not prior.prior_of or prior.id not in ctx.frags or prior.prior_of not in ctx.frags:
             continue
         current = ctx.by_id[prior.prior_of]
-        if current.category in asked:  # the question names the category: one change per category
+        topic = change_topic(prior, ctx.persona)  # a model fact's topic is its category: one change per category
+        if topic in asked:
             continue
-        asked.add(current.category)
-        q = (
-            f"Over the period of {ctx.name}'s logs, how has {ask(current, ctx.name)} changed? "
-            "Give the earlier state and the state now."
-        )
+        asked.add(topic)
+        q = f"Over the period of {ctx.name}'s logs, what changed about {topic}? "
+        q += "Give the earlier state and the state now."
         frags = ctx.all_frags(prior.id) + ctx.all_frags(current.id)
         answer = f"before {current.valid_from}: {prior.label}; since then: {current.label}"
         out.append(

@@ -4,6 +4,12 @@ label, close synonyms (leakage terms), behavioral cues, and paraphrased signals 
 Every signal (messenger line, calendar title/notes) holds at least one cue and none of any fact's
 label or synonyms (tests check the whole bank). Slots: ``{day}``, ``{time}``, ``{amount}``,
 ``{month}``; decoys use ``{other}`` (a third person, named in the sentence) and ``{pos}`` (his/her).
+
+Each fact also carries the T1/T2 question that only it answers (``ask``; a fact that changes names what
+changes, ``change``, for T3). Where two facts would answer one question, or contradict each other, they
+exclude each other in the audit: an ``x:`` tag that every member also lists under ``conflicts`` (so a
+persona holds at most one of, say, a commute mode or a stage of parenting), or tags such as the faith
+traditions and ``eats_meat`` that the other side lists.
 """
 
 from __future__ import annotations
@@ -42,6 +48,19 @@ class FactSpec:
     requests: tuple[Request, ...] = ()
     #: the state it changes into during the window (a T3 pair)
     then: FactSpec | None = None
+    #: the T1/T2 question only this fact answers among the facts a persona holds at once (third person;
+    #: ``{name}`` and the pronoun slots ``{subj}``, ``{obj}``, ``{poss}``, ``{self}``), naming neither the
+    #: label, a synonym nor a cue; specs that would answer the same question exclude each other (a shared
+    #: ``x:`` tag in ``tags`` and ``conflicts``)
+    ask: str = field(kw_only=True)
+    #: for a spec with ``then``: what changes, for the T3 question ("what changed about {change}?")
+    change: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.ask.strip():
+            raise ValueError(f"fact spec {self.key!r} has no question")
+        if bool(self.change) != (self.then is not None):
+            raise ValueError(f"fact spec {self.key!r}: a change topic goes with a successor state, and only then")
 
 
 THEME = {
@@ -65,6 +84,7 @@ THEME = {
     "constraints": "health",
 }
 
+#: the question about a category, for model facts (which have no spec and so no question of their own)
 CATEGORY_ASK = {
     "background": "what shaped {name}'s past",
     "family": "{name}'s family responsibilities",
@@ -109,6 +129,7 @@ BANK: tuple[FactSpec, ...] = (
             ("Help Dad with hay", "back field, old boots, tractor"),
         ),
         ("{other} spent every summer hauling hay for {pos} uncle, {other} says never again",),
+        ask="What chores filled {name}'s childhood mornings and summers, and what kind of place did {subj} grow up on?",
     ),
     FactSpec(
         "veteran",
@@ -128,6 +149,10 @@ BANK: tuple[FactSpec, ...] = (
             ("Old unit reunion call", "deployment buddies, Zoom link in email"),
         ),
         ("{other} is still waiting on the VA to process {pos} claim from last year",),
+        ask=(
+            "Which part of {name}'s own adult past still brings benefits appointments and reunions, and what did "
+            "{subj} do back then?"
+        ),
         tags=("disciplined",),
         when={"min_age": 24},
     ),
@@ -149,6 +174,10 @@ BANK: tuple[FactSpec, ...] = (
             ("Call the old neighbors back home", "video call with the Hendersons"),
         ),
         ("{other} is still unpacking after {pos} move in the spring, {other} swears the boxes multiply",),
+        ask=(
+            "How long has {name} lived in {poss} current area, and what paperwork and goodbyes from the move is "
+            "{subj} still dealing with?"
+        ),
     ),
     # family
     FactSpec(
@@ -169,7 +198,10 @@ BANK: tuple[FactSpec, ...] = (
             ("Refill Mom's pill organizer", "weekly, Sunday night"),
         ),
         ("{other} has been sorting {pos} father's pill organizer and driving him to every cardiology visit",),
-        tags=("family_first", "time_constraint"),
+        ask="How does {name} look after {poss} mother's health from week to week?",
+        change="the care arrangement for {name}'s mother",
+        tags=("family_first", "time_constraint", "x:parents_home"),
+        conflicts={"x:parents_home": "behavioral"},
         when={"min_age": 35},
         then=FactSpec(
             "assisted_living",
@@ -188,6 +220,7 @@ BANK: tuple[FactSpec, ...] = (
                 ("Care plan meeting", "the activities director + nurse"),
             ),
             (),
+            ask="What kind of residence does {name}'s mother live in now, and how does {name} stay involved?",
         ),
     ),
     FactSpec(
@@ -208,7 +241,9 @@ BANK: tuple[FactSpec, ...] = (
             ("Daycare pickup", "leave work by 5:10"),
         ),
         ("{other} is touring a preschool every week and says the daycare waitlists are wild",),
-        tags=("family_first", "time_constraint"),
+        ask="How old are {name}'s kids, and what daytime care do they still need?",
+        tags=("family_first", "time_constraint", "x:kids_stage"),
+        conflicts={"x:kids_stage": "behavioral"},
         when={"household": ("children", "single parent"), "max_age": 55},
     ),
     FactSpec(
@@ -228,6 +263,7 @@ BANK: tuple[FactSpec, ...] = (
             ("Sleepover at ours", "the little ones, pancakes in the morning"),
         ),
         ("{other} has to babysit {pos} son's kids every Friday and looks exhausted by Monday",),
+        ask="Whose children does {name} regularly look after and host overnight, and how is {subj} related to them?",
         tags=("family_first",),
         when={"min_age": 50},
     ),
@@ -249,6 +285,7 @@ BANK: tuple[FactSpec, ...] = (
             ("FaceTime date", "{time}, cook the same recipe"),
         ),
         ("{other} does an airport pickup every other weekend for {pos} girlfriend in Seattle",),
+        ask="Where does {name}'s partner live relative to {obj}, and how do the two of them manage it?",
         tags=("partnered",),
         conflicts={"single": "behavioral"},
         when={"household": ("alone", "roommates", "parents", "relatives"), "max_age": 60},
@@ -270,6 +307,7 @@ BANK: tuple[FactSpec, ...] = (
             ("Custody schedule swap", "confirm with my ex by text"),
         ),
         ("{other} is still fighting over the settlement, {pos} lawyer bills are insane",),
+        ask="What legal process has {name} been going through with {poss} former spouse, and what is left to settle?",
         when={"min_age": 26, "household": ("alone", "single parent", "roommates", "relatives")},
     ),
     FactSpec(
@@ -289,6 +327,7 @@ BANK: tuple[FactSpec, ...] = (
             ("Jess birthday dinner", "friends since third grade, get the good cake"),
         ),
         ("{other} still goes camping with the same buddy {other} has known since third grade",),
+        ask="Who is {name}'s oldest friend, and what tradition do the two of them keep up?",
     ),
     # work
     FactSpec(
@@ -305,6 +344,10 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Work 7pm-7am", "clock in at 7pm, pack dinner"), ("Sleep block", "phone on silent, blackout curtains")),
         ("{other} has to clock in at 7pm at the warehouse and barely sees daylight",),
+        ask="At what time of day do {name}'s workdays start and end, and how does {subj} sleep around them?",
+        change="{name}'s working hours",
+        tags=("x:shift_pattern",),
+        conflicts={"x:shift_pattern": "behavioral"},
         when={"working": True, "groups": WORKING_GROUPS_SHIFT},
         then=FactSpec(
             "day_shift",
@@ -320,6 +363,7 @@ BANK: tuple[FactSpec, ...] = (
             ),
             (("Work 7am-3:30pm", "clock in at 7am, home by 4"),),
             (),
+            ask="What are {name}'s working hours now, and what does the new rhythm feel like?",
         ),
     ),
     FactSpec(
@@ -339,6 +383,8 @@ BANK: tuple[FactSpec, ...] = (
             ("1:1 on Slack huddle", "prep notes at my desk in the spare room"),
         ),
         ("{other} takes every standup call from {pos} couch in pajama pants",),
+        ask="Where does {name} do {poss} job from, and how does {poss} team meet?",
+        change="the place {name} works from",
         when={"working": True, "groups": DESK_GROUPS},
         then=FactSpec(
             "hybrid",
@@ -354,6 +400,7 @@ BANK: tuple[FactSpec, ...] = (
             ),
             (("Desk booking - Tue/Wed/Thu", "bring badge, office parking level 3"),),
             (),
+            ask="How many days a week does {name} go in to {poss} employer's building now, and what comes with it?",
         ),
     ),
     FactSpec(
@@ -373,6 +420,8 @@ BANK: tuple[FactSpec, ...] = (
             ("Call with recruiter", "ask about salary band, LinkedIn message"),
         ),
         ("{other} got a call from a recruiter and is polishing {pos} resume all weekend",),
+        ask="What steps is {name} quietly taking toward leaving {poss} current employer?",
+        change="{name}'s employment plans",
         tags=("career_goal", "ambitious"),
         when={"working": True},
         then=FactSpec(
@@ -389,6 +438,7 @@ BANK: tuple[FactSpec, ...] = (
             ),
             (("Farewell lunch", "team, {time}"), ("Start date", "new office, 9am, bring ID")),
             (),
+            ask="Where is {name} headed at work, and what is wrapping up at the old place?",
         ),
     ),
     FactSpec(
@@ -405,6 +455,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Former coworkers' lunch", "Denny's, {time}"), ("Medicare plan review", "bring pension statement")),
         ("{other} keeps calling about {pos} Medicare paperwork, {other} hates the forms",),
+        ask="What stage of working life is {name} in, and what income and benefits come with it?",
         when={"status": ("retired",)},
     ),
     # education
@@ -425,6 +476,9 @@ BANK: tuple[FactSpec, ...] = (
             ("Financial aid office", "bring FAFSA printout and syllabus"),
         ),
         ("{other} has a midterm {day} and is panicking about the syllabus",),
+        ask="At what kind of college is {name} enrolled, and what is {subj} sorting out with its offices?",
+        tags=("x:enrolled",),
+        conflicts={"x:enrolled": "behavioral"},
         when={"max_age": 60},
     ),
     FactSpec(
@@ -444,6 +498,7 @@ BANK: tuple[FactSpec, ...] = (
             ("Alumni commencement volunteer", "gown pickup at 8"),
         ),
         ("{other} just got {pos} diploma and {pos} whole family flew in for commencement",),
+        ask="How does {name}'s college education compare with the schooling of {poss} parents and relatives?",
         when={"education": ("bachelor", "graduate", "associate")},
     ),
     FactSpec(
@@ -460,6 +515,8 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Study group", "library room 2, bring flashcards"), ("Exam date", "testing center, ID + two pencils")),
         ("{other} keeps failing {pos} practice test and wants to push the exam date",),
+        ask="Which credential tied to {poss} current job is {name} studying for, and how?",
+        change="{name}'s professional exam",
         tags=("ambitious",),
         when={"working": True},
         then=FactSpec(
@@ -479,6 +536,7 @@ BANK: tuple[FactSpec, ...] = (
                 ("Update email signature", "new letters after my name"),
             ),
             (),
+            ask="What did {name} just earn for {poss} career, and what changes because of it?",
         ),
     ),
     # health
@@ -500,6 +558,7 @@ BANK: tuple[FactSpec, ...] = (
             ("Pharmacy pickup", "metformin + test strips"),
         ),
         ("{other} just started metformin and {pos} A1C is finally coming down",),
+        ask="Which condition affects how {name}'s body handles sugar, and how does {subj} keep it in check?",
         tags=("health_constraint", "sugar_limit"),
         when={"min_age": 30},
         requests=(
@@ -527,6 +586,10 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Neurologist", "bring trigger diary"), ("Pharmacy - sumatriptan refill", "ask about the generic")),
         ("{other} had to leave work early because of an aura, {other} was in a dark room all afternoon",),
+        ask=(
+            "Which recurring condition affecting {name}'s head does {subj} live with, and how does {subj} treat an "
+            "attack?"
+        ),
         tags=("health_constraint", "light_sensitive"),
         requests=(
             Request(
@@ -554,7 +617,9 @@ BANK: tuple[FactSpec, ...] = (
             ("Team lunch", "call ahead about cross-contamination, ingredient list"),
         ),
         ("{other} forgot {pos} EpiPen at the picnic and had to go home early",),
-        tags=("health_constraint", "food_constraint"),
+        ask="Which food could send {name} to the emergency room, and what does {subj} carry just in case?",
+        tags=("health_constraint", "food_constraint", "x:severe_allergy"),
+        conflicts={"x:severe_allergy": "behavioral"},
         requests=(
             Request(
                 "Order the chicken satay with extra peanut sauce for my lunch.",
@@ -578,8 +643,10 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Grocery run", "tofu, lentils, spinach"), ("Team dinner at Rosie's", "black bean burger, tell them ahead")),
         ("{other} is trying tofu and lentil recipes this month because {pos} doctor said so",),
-        tags=("food_constraint",),
-        conflicts={"eats_meat": "behavioral"},
+        ask="Which kind of food has {name} chosen to give up, and what does {subj} order in its place?",
+        change="the protein sources {name} eats",
+        tags=("food_constraint", "x:meatless"),
+        conflicts={"eats_meat": "behavioral", "x:meatless": "behavioral"},
         requests=(
             Request(
                 "Order me the brisket combo from Smokey's for dinner tonight.",
@@ -601,6 +668,7 @@ BANK: tuple[FactSpec, ...] = (
             ),
             (("Fish market", "salmon, shrimp"),),
             (),
+            ask="Which food has {name} started eating again, and what does {subj} still leave off {poss} plate?",
         ),
     ),
     FactSpec(
@@ -620,6 +688,7 @@ BANK: tuple[FactSpec, ...] = (
             ("Grocery list for Sunday cooking", "containers + lids"),
         ),
         ("{other} fills ten containers every weekend and posts pictures of all of them",),
+        ask="What does {name} do each weekend to have {poss} weekday lunches ready?",
         tags=("planner", "budget"),
     ),
     FactSpec(
@@ -636,6 +705,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Smoker day", "brisket on at 5am, buy wood chips"), ("Butcher pickup", "12 lb brisket, dry rub spices")),
         ("{other} bought a smoker and has been sending brisket photos at 6am",),
+        ask="What slow outdoor cooking is {name} devoted to, and what goes into it?",
         tags=("eats_meat",),
     ),
     # fitness
@@ -653,8 +723,10 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Long run", "10 miles, river trail"), ("Race bib pickup", "convention center, bring ID")),
         ("{other} is doing {pos} first long run this weekend and already complaining about the mile splits",),
-        tags=("disciplined", "fitness_goal"),
-        conflicts={"mobility_limited": "behavioral"},
+        ask="What race is {name} training for, and what does {poss} training week include?",
+        change="{name}'s running season",
+        tags=("disciplined", "fitness_goal", "x:race_goal"),
+        conflicts={"mobility_limited": "behavioral", "x:race_goal": "behavioral"},
         when={"max_age": 68},
         then=FactSpec(
             "ran_half",
@@ -670,6 +742,7 @@ BANK: tuple[FactSpec, ...] = (
             ),
             (("Recovery week", "easy walks, foam roller"), ("Post-race massage", "bring finisher medal to show off")),
             (),
+            ask="What race did {name} just finish, and how is {poss} body recovering?",
         ),
     ),
     FactSpec(
@@ -686,7 +759,8 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Vinyasa studio class", "bring mat, {time}"), ("Sun salutations + stretching", "15 min before work")),
         ("{other} started a vinyasa studio class and keeps inviting people",),
-        tags=("coping", "stress"),
+        ask="Which exercise class does {name} rely on to stay calm, and when does {subj} go?",
+        tags=("coping", "stress", "active"),
     ),
     FactSpec(
         "knee",
@@ -705,6 +779,8 @@ BANK: tuple[FactSpec, ...] = (
             ("Post-op follow-up", "ask about ditching the crutches"),
         ),
         ("{other} is on crutches for six weeks and hates physical therapy",),
+        ask="Which surgery is {name} recovering from, and what does the rehab involve?",
+        change="{name}'s recovery from an injury",
         tags=("mobility_limited",),
         when={"max_age": 70},
         then=FactSpec(
@@ -721,6 +797,7 @@ BANK: tuple[FactSpec, ...] = (
             ),
             (("Pickup game", "the court at the Y, 7pm"),),
             (),
+            ask="Which team sport is {name} back to playing, and where?",
         ),
     ),
     # finances
@@ -741,6 +818,8 @@ BANK: tuple[FactSpec, ...] = (
             ("Budget night", "snowball method spreadsheet, check APR"),
         ),
         ("{other} is doing the snowball method too and posted {pos} spreadsheet",),
+        ask="Which balances that {name} ran up in a rough patch is {subj} paying down, and how?",
+        change="the balances on {name}'s cards",
         tags=("budget", "money_goal"),
         requests=(
             Request(
@@ -763,6 +842,7 @@ BANK: tuple[FactSpec, ...] = (
             ),
             (("Celebration dinner", "paid in cash, {time}"), ("Shred old statements", "$0.00 screenshots first")),
             (),
+            ask="What financial milestone did {name} just reach with {poss} cards?",
         ),
     ),
     FactSpec(
@@ -779,6 +859,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Open house", "1pm, bring realtor questions"), ("Call the bank", "mortgage pre-approval renewal")),
         ("{other} went to six open houses this month and {pos} realtor is losing patience",),
+        ask="What big purchase is {name} saving toward, and what steps has {subj} taken?",
         tags=("budget", "money_goal"),
         when={"household": ("alone", "roommates", "parents", "partner", "relatives", "married")},
     ),
@@ -799,6 +880,7 @@ BANK: tuple[FactSpec, ...] = (
             ("Call bank about overdraft fee", "ask them to waive it"),
         ),
         ("{other} got hit with an overdraft fee and is waiting until Friday's deposit",),
+        ask="How does {name}'s money hold up between one deposit and the next?",
         tags=("budget",),
         when={"max_income": 2},
         requests=(
@@ -823,6 +905,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Rebalance brokerage", "quarterly check"), ("Roth IRA contribution", "before tax deadline")),
         ("{other} opened a brokerage account and keeps asking about Roth IRA limits",),
+        ask="Which kind of investments does {name} hold, and how hands-on is {subj} with them?",
         when={"min_income": 3},
     ),
     # housing
@@ -840,6 +923,8 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Rent due", "rent portal, before the 5th"), ("Maintenance visit", "sink, landlord said 9-12")),
         ("{other} is fighting {pos} landlord over a lease renewal",),
+        ask="What is {name}'s arrangement for the home {subj} lives in, and how is it going?",
+        change="who owns the home {name} lives in",
         tags=("renter",),
         then=FactSpec(
             "owner",
@@ -855,6 +940,7 @@ BANK: tuple[FactSpec, ...] = (
             ),
             (("Closing", "title office, bring ID + cashier's check"),),
             (),
+            ask="What major purchase did {name} just close on, and what new bills come with it?",
             tags=("homeowner",),
         ),
     ),
@@ -872,6 +958,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Vet visit - Biscuit", "shots + nail trim"), ("Dog park meetup", "bring leash and water")),
         ("{other} is fostering a pup and took it to the dog park for the first time",),
+        ask="Which pet does {name} walk and feed, and where did it come from?",
     ),
     FactSpec(
         "multigen",
@@ -887,7 +974,9 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Family meeting", "one bathroom schedule, chores"), ("Heater for Abuela's room", "Home Depot after work")),
         ("{other} has seven at the table every night since {pos} parents moved in",),
-        tags=("family_first",),
+        ask="Which relatives of different ages share {name}'s home?",
+        tags=("family_first", "x:parents_home"),
+        conflicts={"x:parents_home": "behavioral"},
         when={"household": ("relatives", "children", "parents")},
     ),
     # transportation
@@ -905,8 +994,9 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Renew bus pass", "transit office, $64"), ("Take Route 12 to the clinic", "leave at 8, transfer at Main")),
         ("{other} missed the 7:40 bus and had to walk the last mile",),
-        tags=("mobility_constraint",),
-        conflicts={"drives": "behavioral"},
+        ask="Which public transit does {name} depend on day to day?",
+        tags=("mobility_constraint", "x:commute"),
+        conflicts={"drives": "behavioral", "x:commute": "behavioral"},
         requests=(
             Request(
                 "Book me a rental car for the weekend and have it ready at 8.",
@@ -929,7 +1019,10 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Oil change", "before the toll road trip"), ("Leave early", "highway traffic, accident reported")),
         ("{other} spends two hours a day in highway traffic and listens to audiobooks",),
-        tags=("drives", "time_constraint"),
+        ask="How long is {name}'s drive to work, and how does {subj} pass the time?",
+        change="how {name} gets to work",
+        tags=("drives", "time_constraint", "x:commute"),
+        conflicts={"x:commute": "behavioral"},
         when={"working": True},
         then=FactSpec(
             "train",
@@ -945,6 +1038,7 @@ BANK: tuple[FactSpec, ...] = (
             ),
             (("Buy monthly pass", "station kiosk"),),
             (),
+            ask="How does {name} get to work now, and which departure does {subj} catch?",
         ),
     ),
     FactSpec(
@@ -961,8 +1055,9 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Bike shop", "fix flat tire, new helmet"), ("Ride in", "rain gear in panniers")),
         ("{other} got a flat tire on the bike lane and called a rideshare",),
-        tags=("athletic",),
-        conflicts={"mobility_limited": "behavioral"},
+        ask="What does {name} ride to work, and what gear does {subj} rely on?",
+        tags=("athletic", "x:commute"),
+        conflicts={"mobility_limited": "behavioral", "x:commute": "behavioral"},
         when={"working": True, "max_age": 65},
     ),
     # routine
@@ -980,6 +1075,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Walk before sunrise", "5am loop"), ("Alarm at 4:55", "coffee in the dark, then emails")),
         ("{other} sets {pos} alarm at 4:55 and goes for a walk before sunrise",),
+        ask="What time does {name} get up, and what does {subj} do before anyone else is awake?",
         tags=("early_riser", "disciplined"),
         conflicts={"night_owl": "behavioral"},
     ),
@@ -997,6 +1093,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Try melatonin earlier", "10pm, no screens"), ("Late-night show taping", "doors at 11pm")),
         ("{other} texts at 2am because {other} can't sleep",),
+        ask="How late does {name} usually stay awake, and what does {subj} do at that hour?",
         tags=("night_owl",),
         conflicts={"early_riser": "behavioral"},
     ),
@@ -1017,6 +1114,7 @@ BANK: tuple[FactSpec, ...] = (
             ("Grocery run for Sunday", "pot roast, rolls"),
         ),
         ("{other} has everyone over at 5 for pot roast every week",),
+        ask="Who comes to {name}'s place for a weekly family meal, and what does {subj} serve?",
         tags=("family_first", "extrovert"),
     ),
     # hobby
@@ -1034,6 +1132,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Nursery run", "tomato seedlings, compost"), ("Build raised bed", "lumber + soil")),
         ("{other} is growing zucchini in a raised bed and gives them to everyone",),
+        ask="What does {name} grow in {poss} backyard?",
     ),
     FactSpec(
         "woodwork",
@@ -1049,6 +1148,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Lumber yard", "walnut boards"), ("Garage project", "table saw blade, sanding")),
         ("{other} built a table with walnut boards and posted the dovetail joints",),
+        ask="What does {name} build in {poss} garage, and with what tools?",
     ),
     FactSpec(
         "choir",
@@ -1064,6 +1164,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Rehearsal", "bring sheet music, {time}"), ("Spring concert", "concert black, call time 6:30")),
         ("{other} finally learned the alto part for {pos} rehearsal",),
+        ask="Which group does {name} sing with, and which part does {subj} sing?",
     ),
     FactSpec(
         "gaming",
@@ -1079,6 +1180,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Raid night", "9pm, charge headset"), ("Steam sale ends", "wishlist check")),
         ("{other} bought a new headset for raid night",),
+        ask="How does {name} unwind online with friends in the evenings?",
     ),
     # values
     FactSpec(
@@ -1095,7 +1197,9 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Service at 10", "then fellowship hall coffee"), ("Bible study", "Wednesday 7pm, bring notes")),
         ("{other} teaches Bible study and {pos} pastor asked {other} to lead a retreat",),
-        tags=("faith",),
+        ask="Which faith community does {name} belong to, and what does {subj} attend there each week?",
+        tags=("faith", "christian"),
+        conflicts={"muslim": "behavioral", "jewish": "behavioral"},
         requests=(
             Request(
                 "Schedule my car service for this Sunday at 10 am.",
@@ -1118,6 +1222,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Refill station", "bring jars, dish soap"), ("Drop off compost bin", "community garden, 9am")),
         ("{other} only shops at the thrift store and brings reusable bags everywhere",),
+        ask="How does {name} cut down on waste in {poss} shopping and household?",
         tags=("green", "pro_climate_reg"),
         conflicts={"anti_climate_reg": "political"},
         requests=(
@@ -1145,6 +1250,7 @@ BANK: tuple[FactSpec, ...] = (
             ("No weekend work", "reminder: decline Saturday meeting"),
         ),
         ("{other} turned down the promotion so {other} could be home more",),
+        ask="What has {name} turned down or insisted on at work for the sake of {poss} home life?",
         tags=("family_first",),
     ),
     # social views
@@ -1162,6 +1268,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Local 12 meeting", "contract vote prep"), ("Picket line coffee", "6am, bring thermoses")),
         ("{other} walked the picket line with {pos} coworkers all week",),
+        ask="Where does {name} stand on organized labor, and how does {subj} show it?",
         tags=("pro_labor",),
         conflicts={"anti_union": "political"},
     ),
@@ -1182,6 +1289,7 @@ BANK: tuple[FactSpec, ...] = (
             ("Call rep about gas car ban", "script in notes app"),
         ),
         ("{other} spoke at the hearing on the emissions rule and got applause",),
+        ask="What is {name}'s position on new environmental rules, and how does {subj} act on it?",
         tags=("anti_climate_reg",),
         conflicts={"pro_climate_reg": "political"},
     ),
@@ -1202,6 +1310,7 @@ BANK: tuple[FactSpec, ...] = (
             ("The library drive", "10-2, bring water"),
         ),
         ("{other} ran the registration table at the library drive",),
+        ask="How does {name} help other people get ready to vote?",
         tags=("civic",),
     ),
     FactSpec(
@@ -1218,6 +1327,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Climate march", "downtown 11am"), ("Solar rebate petition", "collect signatures at the co-op")),
         ("{other} is organizing the climate march and asked for volunteers",),
+        ask="Which environmental policy changes does {name} push for locally?",
         tags=("pro_climate_reg",),
         conflicts={"anti_climate_reg": "political"},
     ),
@@ -1236,6 +1346,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("SBA loan info session", "library, bring business plan"), ("Farmers market stall", "4am bake, load by 6")),
         ("{other} is writing a business plan for {pos} food truck",),
+        ask="What kind of shop does {name} dream of opening, and what steps has {subj} taken?",
         tags=("ambitious", "money_goal"),
     ),
     FactSpec(
@@ -1252,6 +1363,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Weigh-in", "Monday 7am"), ("Meal planning", "calorie app + portion sizes")),
         ("{other} logs everything in a calorie app and does a weigh-in every Monday",),
+        ask="What body goal did {name} set with {poss} doctor, and how is {subj} tracking it?",
         tags=("health_goal",),
         requests=(
             Request(
@@ -1275,6 +1387,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Tutor session", "online, review conjugations"), ("Vocab cards review", "15 min before bed")),
         ("{other} has a 300-day Duolingo streak and brags about it",),
+        ask="Which language is {name} learning, and how?",
     ),
     # personality
     FactSpec(
@@ -1291,6 +1404,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Quiet night in", "phone off"), ("Recharge weekend", "no plans, decline invites")),
         ("{other} wanted to skip the party again, {other} said {pos} social battery needed to recharge",),
+        ask="How does {name} recover after a lot of socializing?",
         tags=("introvert",),
         conflicts={"extrovert": "psychological"},
     ),
@@ -1308,6 +1422,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Game night at mine", "folding chairs from garage, ice"), ("Backyard party", "20 people coming, grill at 4")),
         ("{other} had 20 people coming over and borrowed all the folding chairs on the block",),
+        ask="What does {name} love to throw at {poss} place, and how big?",
         tags=("extrovert",),
         conflicts={"introvert": "psychological"},
     ),
@@ -1325,6 +1440,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Trip prep", "color-coded list, backup plan"), ("Leave 30 minutes early", "parking might be full")),
         ("{other} triple-checked the tickets and has a backup plan for the backup plan",),
+        ask="How thoroughly does {name} prepare for plans and trips, and why?",
         tags=("anxious", "coping", "planner"),
         conflicts={"spontaneous": "psychological"},
     ),
@@ -1342,6 +1458,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Road trip", "booked it an hour ago"), ("Last minute dinner", "somewhere new")),
         ("{other} booked a road trip at the last minute and called in sick",),
+        ask="How far ahead does {name} usually make plans?",
         tags=("spontaneous",),
         conflicts={"anxious": "psychological"},
     ),
@@ -1360,6 +1477,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("AA meeting", "7pm, church basement"), ("Coffee with sponsor", "Sat 9am")),
         ("{other} got {pos} one year chip at the AA meeting and {pos} sponsor threw a party",),
+        ask="What substance has {name} stayed away from for years, and what support does {subj} rely on?",
         tags=("health_constraint", "no_alcohol"),
         conflicts={"wine": "behavioral"},
         requests=(
@@ -1389,7 +1507,9 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Pick up challah", "before sundown Friday"), ("Synagogue", "Saturday 9:30")),
         ("{other} goes to synagogue with {pos} aunt every week",),
-        tags=("faith",),
+        ask="Which weekly observance of {poss} faith shapes {name}'s weekends, and what does {subj} not do then?",
+        tags=("faith", "jewish"),
+        conflicts={"muslim": "behavioral", "christian": "behavioral"},
         requests=(
             Request(
                 "Schedule my dentist cleaning for Saturday at 11.",
@@ -1412,6 +1532,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Paratransit pickup", "2:00-2:30 window"), ("Call venue", "accessible entrance? ramp?")),
         ("{other} uses paratransit and the pickup window is always late",),
+        ask="What mobility aid does {name} use, and what does {subj} check about a place before going?",
         tags=("mobility_limited", "mobility_constraint"),
         conflicts={"athletic": "behavioral", "fitness_goal": "behavioral"},
         requests=(
@@ -1441,6 +1562,7 @@ BANK: tuple[FactSpec, ...] = (
             ("Wire transfer", "sending money home before the 15th"),
         ),
         ("{other} passed {pos} citizenship interview and is throwing a party",),
+        ask="In which country did {name} grow up, and what legal status is {subj} working toward now?",
         when={"min_age": 25},
     ),
     FactSpec(
@@ -1460,6 +1582,7 @@ BANK: tuple[FactSpec, ...] = (
             ("Class reunion", "class of 40 kids, VFW hall"),
         ),
         ("{other} went home for the homecoming game and said Main Street hasn't changed in 30 years",),
+        ask="How big was the place {name} grew up in, and what still draws {obj} back there?",
     ),
     FactSpec(
         "army_brat",
@@ -1478,6 +1601,7 @@ BANK: tuple[FactSpec, ...] = (
             ("Base housing reunion chat", "{time}, old neighbors"),
         ),
         ("{other} went to eleven schools growing up and still packs like the PCS orders could come any day",),
+        ask="What did {name}'s father's career mean for the homes and schools of {poss} childhood?",
     ),
     FactSpec(
         "foster",
@@ -1496,6 +1620,7 @@ BANK: tuple[FactSpec, ...] = (
             ("Mentor night at the group home", "{time}, bring board games"),
         ),
         ("{other} aged out at eighteen and now mentors kids at a group home",),
+        ask="Who looked after {name} for part of {poss} childhood, and how does {subj} stay connected to that time?",
         tags=("community",),
     ),
     FactSpec(
@@ -1512,6 +1637,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Alumni game", "old teammates, bring knee brace"), ("Talk to freshmen", "coach Reyes, gym 2, {time}")),
         ("{other} still has {pos} jersey framed and brings up the conference title at every party",),
+        ask="What did {name} compete in during college, and who from those years does {subj} still hear from?",
         tags=("athletic", "disciplined"),
         when={"education": ("bachelor", "graduate", "some college", "associate")},
     ),
@@ -1532,6 +1658,7 @@ BANK: tuple[FactSpec, ...] = (
             ("Bank appointment w/ parents", "translating for my parents"),
         ),
         ("{other} spends every Saturday translating for {pos} parents at appointments",),
+        ask="Which language did {name} grow up with at home, and when does {subj} still use it?",
         tags=("family_first", "tradition"),
     ),
     # ------------------------------------------------------------------ more family
@@ -1553,7 +1680,9 @@ BANK: tuple[FactSpec, ...] = (
             ("SAT prep class pickup", "{time}, library"),
         ),
         ("{other} is teaching {pos} son to drive and says the learner's permit phase is the worst",),
-        tags=("family_first", "time_constraint"),
+        ask="How old are {name}'s own children, and which coming-of-age steps is {subj} steering them through?",
+        tags=("family_first", "time_constraint", "x:kids_stage"),
+        conflicts={"x:kids_stage": "behavioral"},
         when={"household": ("children", "single parent"), "min_age": 33, "max_age": 62},
     ),
     FactSpec(
@@ -1570,6 +1699,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Danny - day program meeting", "bring his IEP folder"), ("Respite care", "Saturday 9-3")),
         ("{other} just got respite care hours approved for {pos} sister",),
+        ask="What is {name}'s responsibility toward {poss} younger brother, and which support services are involved?",
         tags=("family_first", "time_constraint", "caretaker"),
         when={"min_age": 24},
     ),
@@ -1588,7 +1718,10 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("OB appointment", "ultrasound, bring questions list"), ("Build the nursery", "nursery paint + second crib")),
         ("{other} just had {pos} 20-week ultrasound and they're painting the nursery yellow",),
-        tags=("family_first",),
+        ask="What addition to {name}'s family is on the way, and how many?",
+        change="{name}'s growing family",
+        tags=("family_first", "x:kids_stage"),
+        conflicts={"x:kids_stage": "behavioral"},
         when={"max_age": 44, "household": ("married", "partner")},
         then=FactSpec(
             "newborn_twins",
@@ -1605,6 +1738,7 @@ BANK: tuple[FactSpec, ...] = (
             ),
             (("Pediatrician checkup", "both babies, bring feeding log"), ("Diaper order", "size 1 x2, wipes")),
             (),
+            ask="Who has been keeping {name} up at night lately, and how many of them are there?",
         ),
     ),
     FactSpec(
@@ -1621,6 +1755,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Custody calendar swap", "confirm with the kids' dad"), ("Bonus kids soccer", "{time}, bring orange slices")),
         ("{other} is juggling a custody calendar with {pos} husband's ex",),
+        ask="Whose children is {name} helping to raise, and how is their time split between homes?",
         tags=("family_first",),
         when={"household": ("married", "partner", "children"), "min_age": 28, "max_age": 65},
     ),
@@ -1641,6 +1776,7 @@ BANK: tuple[FactSpec, ...] = (
             ("Tia Rosa birthday", "cousins group chat is planning"),
         ),
         ("{other} has a family reunion with 43 people and is in charge of the cousins group chat",),
+        ask="How big is {name}'s wider family circle, and how often does it come together?",
         tags=("family_first", "extrovert"),
     ),
     FactSpec(
@@ -1660,6 +1796,9 @@ BANK: tuple[FactSpec, ...] = (
             ("Visa for Mom", "embassy appointment, bring invitation letter"),
         ),
         ("{other} is trying to get a visa for {pos} dad to visit",),
+        ask="Where do {name}'s parents live, and how does {subj} keep in touch with them?",
+        tags=("x:parents_home",),
+        conflicts={"x:parents_home": "behavioral"},
         when={"min_age": 22},
     ),
     FactSpec(
@@ -1676,7 +1815,9 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Send care package", "snacks, socks, phone charger"), ("Turn her old room into an office", "paint samples")),
         ("{other} is mailing a care package every week since {pos} son left",),
-        tags=("family_first",),
+        ask="Which of {name}'s children recently left home, and where for?",
+        tags=("family_first", "x:kids_stage"),
+        conflicts={"x:kids_stage": "behavioral"},
         when={"min_age": 42, "household": ("married", "partner", "alone")},
     ),
     # ------------------------------------------------------------------ more relationships
@@ -1695,6 +1836,8 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("First date - coffee", "{time}, tell Jo where I am"), ("Drinks w/ the bartender guy", "second date??")),
         ("{other} had a first date from Hinge and it went terribly",),
+        ask="How is {name} trying to meet a partner these days?",
+        change="{name}'s dating life",
         tags=("single",),
         when={"household": ("alone", "roommates", "parents", "relatives", "single parent")},
         conflicts={"partnered": "behavioral"},
@@ -1713,6 +1856,7 @@ BANK: tuple[FactSpec, ...] = (
             ),
             (("Dinner - meet his parents", "bring flowers, {time}"), ("Our first trip", "coast, book the cabin")),
             (),
+            ask="Which relationship of {name}'s has moved forward lately, and what milestones show it?",
         ),
     ),
     FactSpec(
@@ -1730,6 +1874,8 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Venue tour", "ask about rain plan, {time}"), ("Cake tasting", "bring Pat, try the lemon")),
         ("{other} did a cake tasting this weekend and still has no venue",),
+        ask="What big event is {name} planning with {poss} partner, and what tasks are on the list?",
+        change="{name}'s marital status",
         tags=("partnered",),
         conflicts={"married": "behavioral", "single": "behavioral"},
         when={"household": ("partner", "alone", "parents", "roommates"), "min_age": 20, "max_age": 60},
@@ -1747,6 +1893,7 @@ BANK: tuple[FactSpec, ...] = (
             ),
             (("Thank-you cards", "finish the last 40"), ("Name change at the DMV", "bring the certificate")),
             (),
+            ask="What milestone did {name} and {poss} partner just pass, and what follow-up chores is {subj} doing?",
         ),
     ),
     FactSpec(
@@ -1763,6 +1910,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Grief group", "church annex, {time}"), ("Visit his grave", "our anniversary, bring lilies")),
         ("{other} started going to a grief group at the church annex",),
+        ask="Whom did {name} lose a few years ago, and how does {subj} keep that person's memory?",
         when={"min_age": 45, "household": ("alone", "relatives", "single parent")},
         conflicts={"married": "behavioral", "partnered": "behavioral"},
     ),
@@ -1780,6 +1928,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Date night with Carl", "Luigi's, {time}"), ("Our 27th", "dinner + renew our vows talk")),
         ("{other} is planning a trip for {pos} 27th and wants to renew the vows on a beach",),
+        ask="How long has {name} been with {poss} spouse, and how do they mark it?",
         tags=("family_first", "partnered", "married"),
         when={"min_age": 46, "household": ("married",)},
     ),
@@ -1797,6 +1946,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Decide about Kara's wedding", "RSVP by the 20th"), ("Talk to therapist", "that fight in March")),
         ("{other} hasn't spoken to {pos} college roommate since that fight in March",),
+        ask="Which friendship of {name}'s fell apart, and over what?",
     ),
     FactSpec(
         "neighbor_friend",
@@ -1812,6 +1962,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Porch coffee", "Mr. Okafor, 8am"), ("Drive Mr. Okafor to his cardiologist", "{time}, his hip")),
         ("{other} takes the trash cans for the old man next door every week",),
+        ask="Which older person next door is {name} close to, and what do they do for each other?",
         tags=("community",),
     ),
     # ------------------------------------------------------------------ more work
@@ -1833,7 +1984,9 @@ BANK: tuple[FactSpec, ...] = (
             ("Staff meeting", "charge nurse huddle, {time}"),
         ),
         ("{other} picked up an extra shift and the unit was slammed all night",),
-        tags=("time_constraint", "shift_work"),
+        ask="How are {name}'s workdays on the ward laid out across the week, and how long is each one?",
+        tags=("time_constraint", "shift_work", "x:shift_pattern"),
+        conflicts={"x:shift_pattern": "behavioral"},
         when={"working": True, "groups": ("Healthcare",)},
     ),
     FactSpec(
@@ -1854,6 +2007,7 @@ BANK: tuple[FactSpec, ...] = (
             ("New client estimate", "corner lot on Elm, bring tape measure"),
         ),
         ("{other} is drowning in invoices since {pos} cleaning company took off",),
+        ask="What kind of company does {name} run, and what services does it sell?",
         tags=("ambitious", "self_employed"),
         when={"working": True, "min_age": 22},
     ),
@@ -1872,6 +2026,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Parent conferences", "room 114, until 7"), ("Lesson plans due", "upload before Sunday 8pm")),
         ("{other} stayed up grading and said lesson plans eat {pos} whole weekend",),
+        ask="What is {name}'s paid job, and how old are the kids {subj} works with all day?",
         when={"working": True, "groups": ("Education", "Community")},
     ),
     FactSpec(
@@ -1888,6 +2043,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("One-on-ones", "my direct reports, 30 min each"), ("Manager training", "all day, room 4B")),
         ("{other} just started doing performance reviews and is stressed about it",),
+        ask="Which role has {name} moved into at work, and what new duties come with it?",
         tags=("ambitious", "career_goal"),
         when={"working": True, "min_age": 24},
     ),
@@ -1905,6 +2061,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("DoorDash block", "5-8pm, the dinner rush"), ("Car wash + vacuum", "before the DoorDash shift")),
         ("{other} does DoorDash on weekends and says the tips were terrible",),
+        ask="What does {name} do with {poss} car for extra money?",
         tags=("budget", "drives"),
         when={"max_age": 66},
     ),
@@ -1922,6 +2079,8 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("File weekly unemployment claim", "Sunday night"), ("Call about COBRA", "compare with marketplace plan")),
         ("{other} is living on severance and applying everywhere",),
+        ask="What happened to {name}'s last job, and how is {subj} getting by since?",
+        change="{name}'s employment",
         tags=("budget",),
         when={"status": ("unemployed",)},
         then=FactSpec(
@@ -1938,6 +2097,7 @@ BANK: tuple[FactSpec, ...] = (
             ),
             (("Orientation", "HR, 9am, bring ID"), ("Onboarding lunch", "with the team, {time}")),
             (),
+            ask="What has {name} just begun at work, and what is the first stretch like?",
         ),
     ),
     # ------------------------------------------------------------------ more education
@@ -1956,7 +2116,9 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Clinicals", "6am, white shoes, badge"), ("Pharm exam", "room 210, study group after")),
         ("{other} has clinicals at 6am and a pharm exam the same week",),
-        tags=("ambitious", "learner", "time_constraint"),
+        ask="Which healthcare training program is {name} going through, and what does it involve each week?",
+        tags=("ambitious", "learner", "time_constraint", "x:enrolled"),
+        conflicts={"x:enrolled": "behavioral"},
         when={"max_age": 55},
     ),
     FactSpec(
@@ -1973,6 +2135,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Adult ed class", "{time}, library annex"), ("Tutor at the library", "practice math section")),
         ("{other} goes to adult ed twice a week and has a tutor at the library",),
+        ask="What is {name} finishing now that {subj} left undone as a teenager, and where does {subj} get help?",
         tags=("learner",),
         when={"education": ("less than high school",)},
     ),
@@ -1991,7 +2154,9 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Seminar", "6:30-9:30, room 302"), ("Capstone group meeting", "Zoom, {time}")),
         ("{other} is writing a capstone and {pos} thesis advisor is brutal",),
-        tags=("ambitious", "learner", "time_constraint"),
+        ask="What evening degree program is {name} in, and what final project is coming up?",
+        tags=("ambitious", "learner", "time_constraint", "x:enrolled"),
+        conflicts={"x:enrolled": "behavioral"},
         when={"education": ("bachelor", "graduate"), "max_age": 60},
     ),
     FactSpec(
@@ -2009,6 +2174,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Night class - code book", "{time}, union hall"), ("Submit hours log", "sign-off from the journeyman")),
         ("{other} is logging hours with a journeyman and hates the code book quizzes",),
+        ask="Which skilled trade is {name} training in, and how is the training structured?",
         tags=("learner", "career_goal"),
         when={"max_age": 45},
     ),
@@ -2026,6 +2192,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Astronomy course", "lecture videos + quiz due"), ("Coursera quiz due", "week 7")),
         ("{other} signs up for every Coursera class and finishes none of them",),
+        ask="What does {name} study purely for fun, and in what format?",
         tags=("learner", "introvert"),
     ),
     FactSpec(
@@ -2045,6 +2212,7 @@ BANK: tuple[FactSpec, ...] = (
             ("Loan payment", "auto-pay, check the Navient portal"),
         ),
         ("{other} is on the phone with {pos} loan servicer for the third hour",),
+        ask="What does {name} still owe for {poss} education, and to whom?",
         tags=("budget",),
         when={"education": ("bachelor", "graduate", "some college", "associate"), "max_age": 60},
     ),
@@ -2065,6 +2233,7 @@ BANK: tuple[FactSpec, ...] = (
             ("Practice with my instructor Dana", "attachments, photos"),
         ),
         ("{other} finally learned attachments at the senior center and sends photos of everything",),
+        ask="Which practical skills is {name} learning in a class for older adults, and who teaches it?",
         tags=("learner",),
         when={"min_age": 62},
     ),
@@ -2083,6 +2252,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("The after-school program", "3:30, phonics cards"), ("Make sight words game", "index cards, markers")),
         ("{other} runs the after-school program and makes phonics cards by hand",),
+        ask="How does {name} help children after school, and with what skill?",
         tags=("community",),
     ),
     # ------------------------------------------------------------------ more health
@@ -2100,6 +2270,10 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Doctor - BP check", "bring BP cuff log"), ("Pharmacy", "lisinopril, 90-day supply")),
         ("{other} bought a BP cuff and checks it like ten times a day",),
+        ask=(
+            "Which condition has {name} watching salt and taking a daily pill, and what do {poss} home readings look "
+            "like?"
+        ),
         tags=("health_constraint", "salt_limit"),
         when={"min_age": 35},
         requests=(
@@ -2129,6 +2303,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Pulmonologist", "bring peak flow log"), ("Pharmacy", "albuterol inhaler x2")),
         ("{other} had to use {pos} inhaler twice at the soccer game",),
+        ask="Which ongoing condition affects {name}'s lungs, and how does {subj} manage it?",
         tags=("health_constraint",),
         requests=(
             Request(
@@ -2153,6 +2328,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Session with Dr. Lin", "{time}, telehealth link in email"), ("Pharmacy", "sertraline refill")),
         ("{other} started seeing a therapist and says it's helping",),
+        ask="What mental-health treatment is {name} getting, and for what?",
         tags=("health_constraint", "coping"),
     ),
     FactSpec(
@@ -2169,6 +2345,8 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Smoke break", "out back, 10:30"), ("Gas station", "a pack of Marlboros + lighter")),
         ("{other} takes a smoke break every hour and leaves an ashtray on the porch",),
+        ask="What does {name} step outside for several times a day, and how much of it does {subj} go through?",
+        change="{name}'s tobacco use",
         tags=("health_risk",),
         conflicts={"fitness_goal": "behavioral", "health_goal": "behavioral"},
         when={"min_age": 21},
@@ -2186,6 +2364,7 @@ BANK: tuple[FactSpec, ...] = (
             ),
             (("Buy nicotine patch", "step 2, 14mg"), ("Quit app check-in", "day 30 milestone")),
             (),
+            ask="Which tobacco habit has {name} dropped, and what is helping with the cravings?",
         ),
         requests=(
             Request(
@@ -2209,6 +2388,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Order CPAP supplies", "mask cushion + filters"), ("Sleep study follow-up", "bring CPAP data card")),
         ("{other} finally did a sleep study and now has a CPAP",),
+        ask="What machine does {name} sleep with, and which condition is it for?",
         tags=("health_constraint",),
         when={"min_age": 30},
         requests=(
@@ -2233,6 +2413,10 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Dinner - call ahead", "GF menu? dedicated fryer?"), ("Grocery", "gluten-free bread, oats")),
         ("{other} asked for the GF menu and the restaurant didn't have one",),
+        ask=(
+            "Which condition means {name} must avoid anything made with wheat, and how careful is {subj} when eating "
+            "out?"
+        ),
         tags=("health_constraint", "food_constraint"),
         requests=(
             Request(
@@ -2261,6 +2445,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Chiropractor", "{time}, wear loose clothes"), ("Pick up heating pad", "pharmacy, the big one")),
         ("{other} has a herniated disc and goes to the chiropractor every week",),
+        ask="Which long-standing injury along {name}'s spine shapes {poss} days, and how does {subj} treat it?",
         tags=("health_constraint", "mobility_limited"),
         when={"min_age": 28},
         conflicts={"athletic": "behavioral"},
@@ -2286,6 +2471,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Audiologist", "left ear adjustment"), ("Buy the little batteries", "size 312, Costco")),
         ("{other} got fitted by an audiologist and now turns captions on for everything",),
+        ask="What does {name} rely on to follow conversations and shows, and what upkeep does it need?",
         tags=("health_constraint",),
         when={"min_age": 50},
     ),
@@ -2305,7 +2491,8 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Grocery", "cauliflower rice, eggs, avocados"), ("Meal planning", "macros for the week, fat bombs")),
         ("{other} is counting macros and eats everything bunless now",),
-        tags=("food_constraint", "health_goal"),
+        ask="Which eating plan keeps {name} away from bread and sugar, and how does {subj} check it is working?",
+        tags=("food_constraint", "health_goal", "eats_meat"),
         conflicts={"sweet_tooth": "behavioral"},
         requests=(
             Request(
@@ -2330,8 +2517,9 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Halal butcher run", "lamb, chicken, zabiha only"), ("Iftar at Aunt Samira's", "bring dates")),
         ("{other} found a new halal butcher and won't stop talking about the lamb",),
-        tags=("food_constraint", "faith"),
-        conflicts={"eats_pork": "behavioral", "wine": "behavioral"},
+        ask="Which food rules of {poss} faith does {name} follow, and where does {subj} shop for meat?",
+        tags=("food_constraint", "faith", "muslim", "eats_meat"),
+        conflicts={"eats_pork": "behavioral", "wine": "behavioral", "christian": "behavioral", "jewish": "behavioral"},
         requests=(
             Request(
                 "Order me the pulled pork sandwich combo for lunch.",
@@ -2360,6 +2548,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Donut shop run", "box for the office"), ("Bake sale", "bring the cookie stash")),
         ("{other} keeps a cookie stash in {pos} desk drawer",),
+        ask="What kind of treats can {name} never resist?",
         tags=("sweet_tooth",),
         conflicts={"sugar_limit": "behavioral", "health_goal": "behavioral"},
     ),
@@ -2378,6 +2567,8 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Roaster pickup", "the good beans, 2 bags"), ("Coffee tasting", "pour-over class, {time}")),
         ("{other} had four espresso shots before 9 and was bouncing off the walls",),
+        ask="What does {name} drink all day to keep going, and how seriously does {subj} take it?",
+        change="what {name} drinks to stay alert",
         tags=("caffeine",),
         then=FactSpec(
             "decaf",
@@ -2393,6 +2584,7 @@ BANK: tuple[FactSpec, ...] = (
             ),
             (("Buy herbal tea", "peppermint + rooibos"), ("Decaf trial", "swap the beans for decaf")),
             (),
+            ask="What has {name} cut out of {poss} drinks, and what replaced it?",
         ),
     ),
     FactSpec(
@@ -2409,6 +2601,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Lunch", "noon, first meal, eating window opens"), ("Early dinner", "before 8, eating window")),
         ("{other} is doing 16:8 and won't eat anything before noon",),
+        ask="During which hours of the day does {name} let {self} eat?",
         tags=("disciplined", "health_goal"),
     ),
     FactSpec(
@@ -2426,6 +2619,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Farmers market", "8am, bring bags"), ("Feed the sourdough starter", "every 12 hours")),
         ("{other} made homemade pasta for 12 people and posted it everywhere",),
+        ask="How does {name} feel about takeout and packaged food, and what does {subj} make at home instead?",
         tags=("planner",),
     ),
     # ------------------------------------------------------------------ more fitness
@@ -2443,6 +2637,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("6am class at the box", "WOD posted at 8pm"), ("Deadlift clinic", "coach Tony, {time}")),
         ("{other} hit a PR on deadlift and will not stop posting about the box",),
+        ask="Which intense group training does {name} do on weekday mornings, and at what kind of gym?",
         tags=("athletic", "disciplined", "fitness_goal"),
         when={"max_age": 60},
         conflicts={"mobility_limited": "behavioral"},
@@ -2461,7 +2656,8 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Mall walking", "8am, food court entrance"), ("My walking loop", "after dinner, step count check")),
         ("{other} checks {pos} pedometer every hour",),
-        tags=("health_goal", "disciplined"),
+        ask="What daily walking target does {name} keep, and where does {subj} reach it?",
+        tags=("health_goal", "disciplined", "active"),
     ),
     FactSpec(
         "swim",
@@ -2478,6 +2674,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("The Y pool", "lap lane, 6am, goggles"), ("Buy goggles", "anti-fog")),
         ("{other} swims at the Y pool every morning and always has chlorine hair",),
+        ask="Which water workout does {name} do before work, and where?",
         tags=("athletic", "early_riser", "disciplined"),
     ),
     FactSpec(
@@ -2494,6 +2691,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Climbing wall", "{time}, bring chalk bag"), ("Belay class", "Saturday 10am")),
         ("{other} sent a V4 and bought a new chalk bag to celebrate",),
+        ask="Which indoor wall sport does {name} do, and what level has {subj} reached?",
         tags=("athletic", "outdoors"),
         when={"max_age": 58},
         conflicts={"mobility_limited": "behavioral"},
@@ -2513,6 +2711,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Doubles league", "the courts at Riverside, 9am"), ("Paddle demo day", "sporting goods store")),
         ("{other} joined a doubles league and plays at the courts at Riverside daily",),
+        ask="Which racket-style sport has taken over {name}'s social life, and how often does {subj} play?",
         tags=("athletic", "extrovert"),
         conflicts={"mobility_limited": "behavioral"},
     ),
@@ -2530,8 +2729,10 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Cancel gym membership I never use", "call before the 1st"), ("Take the elevator every time", "new office")),
         ("{other} keeps paying for a gym membership {other} never uses",),
+        ask="How much exercise does {name} get these days?",
+        change="how much {name} exercises",
         tags=("sedentary",),
-        conflicts={"athletic": "behavioral", "fitness_goal": "behavioral"},
+        conflicts={"athletic": "behavioral", "fitness_goal": "behavioral", "active": "behavioral"},
         then=FactSpec(
             "couch_to_5k",
             "fitness",
@@ -2546,6 +2747,7 @@ BANK: tuple[FactSpec, ...] = (
             ),
             (("Week 3 day 2", "running app, park loop"), ("First 5K", "race morning, pin bib on shirt")),
             (),
+            ask="What new activity has {name} taken up with the help of an app, and how far along is {subj}?",
         ),
     ),
     # ------------------------------------------------------------------ more finances
@@ -2564,7 +2766,9 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Fill cash envelopes", "payday, groceries + gas"), ("Library run", "library card renewal")),
         ("{other} does cash envelopes and only shops the clearance rack",),
-        tags=("budget",),
+        ask="How does {name} avoid paying full price or spending more than needed?",
+        tags=("budget", "x:thrift"),
+        conflicts={"x:thrift": "behavioral"},
         requests=(
             Request(
                 "Upgrade my phone plan to the $95 unlimited premium tier.",
@@ -2587,6 +2791,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Call billing office", "ask for itemized statement"), ("Payment plan auto-pay", "$150, the 3rd")),
         ("{other} got a collections letter over an ER visit from two years ago",),
+        ask="What big bill from a past surgery is {name} still paying off, and how?",
         tags=("budget",),
         requests=(
             Request(
@@ -2613,6 +2818,7 @@ BANK: tuple[FactSpec, ...] = (
             ("Meet financial planner", "the 4% rule questions"),
         ),
         ("{other} talks about the 4% rule at every dinner",),
+        ask="At what age does {name} hope to stop working, and how much of {poss} income goes toward it?",
         tags=("budget", "money_goal", "disciplined"),
         when={"working": True, "max_age": 55, "min_income": 2},
         requests=(
@@ -2637,6 +2843,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("The monthly transfer", "Western Union, before the 5th"), ("Pay my brother's tuition", "registrar portal")),
         ("{other} covers {pos} mom's rent every month and never complains",),
+        ask="Which relatives rely on money from {name}, and what does it pay for?",
         tags=("budget", "family_first"),
     ),
     FactSpec(
@@ -2653,6 +2860,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("GA meeting", "{time}, community center"), ("Self-exclusion paperwork", "state website")),
         ("{other} lost a parlay and swore off the betting app for good",),
+        ask="What has cost {name} money on game days, and what is {subj} doing to stop?",
         tags=("budget", "coping"),
         requests=(
             Request(
@@ -2676,6 +2884,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Lease signing", "downstairs unit, bring keys"), ("Plumber for the downstairs unit", "{time}")),
         ("{other} rents out a downstairs unit and the Zillow listing got no bites",),
+        ask="What extra income does {name}'s house bring in, and what does managing it involve?",
         tags=("money_goal", "homeowner"),
         when={"min_income": 2, "min_age": 27},
         conflicts={"renter": "behavioral"},
@@ -2695,8 +2904,10 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Chip in for groceries", "Venmo Mom $100"), ("Paint my childhood bedroom", "finally, beige")),
         ("{other} is back in {pos} childhood bedroom and fighting over Dad's thermostat",),
+        ask="Whose house does {name} live in, and how does {subj} contribute?",
+        tags=("x:parents_home",),
         when={"household": ("parents",)},
-        conflicts={"renter": "behavioral", "homeowner": "behavioral"},
+        conflicts={"renter": "behavioral", "homeowner": "behavioral", "x:parents_home": "behavioral"},
     ),
     FactSpec(
         "fixer",
@@ -2712,6 +2923,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Permit inspection", "kitchen electrical, {time}"), ("Drywall delivery", "garage, 40 sheets")),
         ("{other} is knee-deep in drywall and {pos} contractor keeps ghosting",),
+        ask="What big project is going on at {name}'s house, and who is doing the work?",
         tags=("budget", "homeowner"),
         when={"min_age": 25, "min_income": 1},
         conflicts={"renter": "behavioral"},
@@ -2730,8 +2942,10 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Laundromat", "Sunday, quarters"), ("The super coming by", "radiator, 9-12")),
         ("{other} lives in a fifth-floor walk-up and hauls laundry down every week",),
+        ask="How big is {name}'s home, and what is the building like?",
+        tags=("x:home_place",),
         when={"household": ("alone", "partner")},
-        conflicts={"homeowner": "behavioral", "mobility_limited": "behavioral"},
+        conflicts={"homeowner": "behavioral", "mobility_limited": "behavioral", "x:home_place": "behavioral"},
     ),
     FactSpec(
         "rural_house",
@@ -2748,8 +2962,9 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Propane delivery", "unlock the gate"), ("Well water test", "county extension office")),
         ("{other} lives on a gravel road and had to wait all day for the propane delivery",),
-        tags=("drives", "outdoors"),
-        conflicts={"mobility_constraint": "behavioral"},
+        ask="How far is {name}'s home from neighbors and stores, and what services does it depend on?",
+        tags=("drives", "outdoors", "x:home_place"),
+        conflicts={"mobility_constraint": "behavioral", "x:home_place": "behavioral"},
     ),
     FactSpec(
         "cats",
@@ -2765,6 +2980,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Vet - Pepper and Mochi", "annual shots"), ("Order litter", "the big box + scratching post")),
         ("{other} adopted a third kitten and bought a cat tree taller than {pos} fridge",),
+        ask="Which pets climb and scratch around {name}'s home, and how many are there?",
         tags=("caretaker",),
         requests=(
             Request(
@@ -2789,6 +3005,8 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("U-Haul pickup", "8am, 15-foot truck"), ("Final walkthrough", "old place, take photos")),
         ("{other} is living out of moving boxes until the U-Haul comes",),
+        ask="Where is {name} about to move, and what is left to do?",
+        change="where {name} lives",
         when={"household": ("alone", "roommates", "partner", "married")},
         then=FactSpec(
             "settled_new",
@@ -2804,6 +3022,7 @@ BANK: tuple[FactSpec, ...] = (
             ),
             (("Housewarming", "{time}, snacks + ice"), ("Buy curtain rods", "the new kitchen window too")),
             (),
+            ask="What is {name} doing to make {poss} new place feel like home?",
         ),
     ),
     # ------------------------------------------------------------------ more transportation
@@ -2825,6 +3044,7 @@ BANK: tuple[FactSpec, ...] = (
             ("Road trip charging plan", "Supercharger stops every 180 mi"),
         ),
         ("{other} nearly ran the battery flat on the highway and had to find a Supercharger",),
+        ask="What powers {name}'s car, and how does {subj} keep it topped up?",
         tags=("drives", "green"),
         when={"min_income": 3},
     ),
@@ -2842,6 +3062,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Junkyard run", "alternator for the F-150"), ("Inspection", "check engine light has to be off by then")),
         ("{other} is still driving a truck with 280,000 miles and a check engine light",),
+        ask="Which high-mileage vehicle does {name} repair {self}, and where does {subj} get parts?",
         tags=("drives", "budget"),
     ),
     FactSpec(
@@ -2858,6 +3079,8 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Court date", "bring the DMV letter"), ("Rides from Tom", "pickup {time}")),
         ("{other} has been getting rides from Tom since {pos} court date",),
+        ask="What legal trouble has kept {name} from driving, and how does {subj} get around meanwhile?",
+        change="whether {name} can drive",
         tags=("mobility_constraint",),
         conflicts={"drives": "behavioral"},
         requests=(
@@ -2881,6 +3104,7 @@ BANK: tuple[FactSpec, ...] = (
             ),
             (("Insurance quote", "call agent about the used Corolla"), ("First solo drive", "grocery store and back")),
             (),
+            ask="What did {name} regain recently, and what did {subj} buy to use it?",
         ),
     ),
     FactSpec(
@@ -2897,6 +3121,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Sunday ride", "meet at the diner, 8am"), ("Service the Harley", "oil, chain, tires")),
         ("{other} bought a Harley and only talks about the Sunday ride now",),
+        ask="What does {name} ride on weekends, and where to?",
         tags=("drives", "risk_taker"),
         when={"max_age": 72},
         conflicts={"mobility_limited": "behavioral"},
@@ -2915,7 +3140,9 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("My week to drive", "pickup at 7:15, four stops"), ("Ride in Dave's minivan", "be at the corner 7:10")),
         ("{other} does the pickup at 7:15 every morning in a minivan full of coworkers",),
-        tags=("budget",),
+        ask="Who does {name} share the ride to work with, and how do they split it?",
+        tags=("budget", "x:commute"),
+        conflicts={"x:commute": "behavioral"},
         when={"working": True},
     ),
     FactSpec(
@@ -2932,8 +3159,9 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Walk to dinner", "20-minute walk, comfy shoes"), ("Walk to the farmers market", "the long way home")),
         ("{other} does a 20-minute walk to work and wears comfy shoes with {pos} suit",),
-        tags=("green",),
-        conflicts={"mobility_limited": "behavioral"},
+        ask="How does {name} get to the office and around the city day to day?",
+        tags=("green", "x:commute", "active"),
+        conflicts={"mobility_limited": "behavioral", "x:commute": "behavioral"},
     ),
     # ------------------------------------------------------------------ more routine
     FactSpec(
@@ -2951,6 +3179,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Noon spin class", "gym bag in the car"), ("Block: noon spin class", "decline meetings 12-1")),
         ("{other} never misses the noon spin class and drinks a protein shake at {pos} desk",),
+        ask="How does {name} spend {poss} midday break on workdays?",
         tags=("disciplined", "athletic"),
         when={"working": True},
         conflicts={"mobility_limited": "behavioral"},
@@ -2969,6 +3198,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Wind-down routine", "8:30, chamomile, no screens"), ("Lights out at 9", "phone in the kitchen")),
         ("{other} has lights out at 9 and refuses all evening plans",),
+        ask="What time does {name} turn in every night, and how does {subj} wind down?",
         tags=("disciplined", "planner"),
         conflicts={"night_owl": "behavioral"},
         requests=(
@@ -2993,6 +3223,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Drop-off line", "7:30, lunchboxes in fridge"), ("Pack lunchboxes", "night before")),
         ("{other} sits in the drop-off line every morning and made the 7:50 bell by a hair",),
+        ask="What does {name}'s weekday morning routine with the kids involve?",
         tags=("family_first", "time_constraint"),
         when={"household": ("children", "single parent"), "max_age": 58},
     ),
@@ -3010,6 +3241,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Tuesday is laundry", "sheets + towels"), ("Thursday grocery run", "list on the whiteboard on the fridge")),
         ("{other} has a chore chart and a whiteboard on the fridge for the whole week",),
+        ask="How does {name} organize household chores across the days of the week?",
         tags=("planner",),
         conflicts={"spontaneous": "psychological"},
     ),
@@ -3027,6 +3259,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Buy notebook", "the dotted one, and fountain pen ink"), ("Three pages", "before bed")),
         ("{other} fills three pages every night and buys fancy notebooks",),
+        ask="What does {name} write for {self} every night, and how much?",
         tags=("coping", "introvert"),
     ),
     FactSpec(
@@ -3043,6 +3276,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("20-minute snooze", "2:00, phone on silent"), ("Power down", "couch at 2pm, no calls")),
         ("{other} takes a 20-minute snooze every afternoon and won't answer the phone",),
+        ask="What does {name} do every afternoon after lunch?",
     ),
     # ------------------------------------------------------------------ more hobby
     FactSpec(
@@ -3060,6 +3294,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("The lake at dawn", "tackle box, thermos"), ("Bait shop", "nightcrawlers + new hooks")),
         ("{other} caught a bass off the dock and brought the whole tackle box to the party",),
+        ask="Which weekend pastime has {name} out of the house at first light, and what does {subj} bring home?",
         tags=("outdoors", "introvert"),
     ),
     FactSpec(
@@ -3076,6 +3311,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Craft fair booth", "table fee paid, bring yarn display"), ("Yarn store", "merino for the blue scarf")),
         ("{other} brings yarn and needles to every doctor's appointment",),
+        ask="Which handmade accessories does {name} sell, and how are they made?",
         tags=("creative", "coping"),
     ),
     FactSpec(
@@ -3092,6 +3328,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Golden hour shoot", "pier, bring tripod"), ("Camera club", "bring 3 prints, {time}")),
         ("{other} bought a new lens and spends every golden hour at the pier",),
+        ask="Which visual hobby fills {name}'s weekends, and what gear and software does {subj} use?",
         tags=("creative",),
     ),
     FactSpec(
@@ -3109,6 +3346,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Band practice", "Mike's garage, bring amp"), ("Open mic", "sign-up at 7, setlist in notes")),
         ("{other} plays open mic every month and broke a string mid-song",),
+        ask="What instrument does {name} play, and with whom?",
         tags=("creative", "extrovert"),
     ),
     FactSpec(
@@ -3125,6 +3363,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("The marsh trail", "6:30am, binoculars, field guide"), ("Audubon walk", "warbler migration, {time}")),
         ("{other} spotted a warbler on the marsh trail and texted everyone",),
+        ask="What does {name} look for on nature trails, and how does {subj} keep track?",
         tags=("outdoors", "introvert"),
     ),
     FactSpec(
@@ -3141,6 +3380,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Wine club shipment", "sign for it, someone 21+"), ("Tasting room", "Napa trip, designated driver")),
         ("{other} is building a cellar in {pos} basement and bought a decanter",),
+        ask="Which drink does {name} collect bottles of, and where does {subj} go to taste more?",
         tags=("wine",),
         conflicts={"no_alcohol": "behavioral"},
     ),
@@ -3158,6 +3398,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Quilt guild", "bring the star block"), ("Fabric store", "backing + binding")),
         ("{other} joined a quilt guild and bought out the fabric store",),
+        ask="What does {name} sew for every new baby in the family, and where does {subj} share the work?",
         tags=("creative", "tradition"),
         when={"min_age": 30},
     ),
@@ -3176,6 +3417,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Pantry shift", "5-8pm, closed-toe shoes"), ("Sorting donations", "Saturday 9am, warehouse")),
         ("{other} worked a pantry shift and said the Tuesday line was around the block",),
+        ask="How does {name} help feed people in need each week?",
         tags=("community", "civic"),
     ),
     FactSpec(
@@ -3195,6 +3437,7 @@ BANK: tuple[FactSpec, ...] = (
             ("Call restaurant", "corrected the bill, they undercharged"),
         ),
         ("{other} found a wallet and gave the wallet back without touching the cash",),
+        ask="What does {name} do when a mistake would work out in {poss} favor?",
         tags=("integrity",),
         requests=(
             Request(
@@ -3223,6 +3466,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Tamales in December", "masa, husks, 8am start"), ("Nochebuena", "Abuelo's recipe, pick up pernil")),
         ("{other} makes tamales in December with {pos} whole family",),
+        ask="Which holiday customs does {name} keep going for the family?",
         tags=("tradition", "family_first"),
     ),
     FactSpec(
@@ -3239,6 +3483,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Rent a hand truck", "moving the dresser"), ("YouTube tutorial night", "fix the garbage disposal")),
         ("{other} watched a YouTube tutorial and rewired {pos} own light switch",),
+        ask="How does {name} handle a job {subj} could get help with?",
         tags=("independent",),
     ),
     FactSpec(
@@ -3255,6 +3500,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Monthly donation", "children's hospital, auto"), ("Write to sponsor a child", "Ana's birthday card")),
         ("{other} gives to every GoFundMe that comes across {pos} feed",),
+        ask="Which causes does {name} donate to, and how often?",
         tags=("community",),
     ),
     FactSpec(
@@ -3271,8 +3517,9 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("The sanctuary", "volunteer day, old clothes"), ("Grocery", "oat milk, nutritional yeast, tofu")),
         ("{other} switched to oat milk and volunteers at the sanctuary",),
-        tags=("food_constraint", "green"),
-        conflicts={"eats_meat": "behavioral", "eats_pork": "behavioral"},
+        ask="Which ethical stance keeps {name} away from certain foods, shoes and clothes?",
+        tags=("food_constraint", "green", "x:meatless"),
+        conflicts={"eats_meat": "behavioral", "eats_pork": "behavioral", "x:meatless": "behavioral"},
         requests=(
             Request(
                 "Order me the leather jacket from that store, the brown one.",
@@ -3301,6 +3548,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Range day", "ear protection, {time}"), ("The gun show", "fairgrounds, cash only")),
         ("{other} went to the gun show and came back with a new holster",),
+        ask="Where does {name} stand on firearm ownership, and how does {subj} show it?",
         tags=("pro_gun",),
         conflicts={"gun_control": "political"},
     ),
@@ -3318,6 +3566,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("The statehouse rally", "bus at 7, wear orange"), ("Call legislators", "background check bill script")),
         ("{other} organized the vigil and is lobbying on the background check bill",),
+        ask="Which firearm legislation does {name} campaign for, and with which group?",
         tags=("gun_control", "civic"),
         conflicts={"pro_gun": "political"},
     ),
@@ -3335,6 +3584,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Candidate forum", "high school gym, {time}"), ("Door knocking", "precinct 4, yard signs in trunk")),
         ("{other} made the filing deadline and has yard signs all over {pos} street",),
+        ask="Which local office is {name} campaigning for, and how?",
         tags=("civic", "ambitious", "time_constraint"),
         when={"min_age": 25},
     ),
@@ -3352,6 +3602,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Legal clinic", "church hall, 10-2"), ("ESL class I teach", "{time}, bring worksheets")),
         ("{other} helps at a legal clinic every weekend and hands out know-your-rights flyers",),
+        ask="How does {name} support newcomers to the country, and where?",
         tags=("civic", "community", "pro_immigration"),
         conflicts={"restrictionist": "political"},
     ),
@@ -3369,6 +3620,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("The town hall on the border", "VFW, {time}"), ("Call-in show", "11am, AM 740")),
         ("{other} got on the call-in show and ranted for 5 minutes",),
+        ask="What does {name} think about enforcing immigration law, and where does {subj} voice it?",
         tags=("restrictionist",),
         conflicts={"pro_immigration": "political"},
     ),
@@ -3386,6 +3638,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("News-free weekend", "apps deleted until Monday"), ("Thanksgiving", "seating chart: don't bring it up")),
         ("{other} muted the group chat and went news-free for a month",),
+        ask="How does {name} handle political talk with friends and family?",
         conflicts={
             "civic": "political",
             "pro_labor": "political",
@@ -3412,6 +3665,8 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Passport renewal", "post office, bring photo"), ("Tokyo planning night", "JR pass, ryokan list")),
         ("{other} is saving for Tokyo and has a travel jar on {pos} counter",),
+        ask="Which country is {name} saving up to visit, and how is {subj} preparing?",
+        change="{name}'s plans for a big trip",
         tags=("money_goal",),
         then=FactSpec(
             "trip_booked",
@@ -3427,6 +3682,7 @@ BANK: tuple[FactSpec, ...] = (
             ),
             (("Exchange yen", "bank, bring passport"), ("Kyoto itinerary review", "packing cubes, adapters")),
             (),
+            ask="What trip has {name} locked in, and what is {subj} getting ready?",
         ),
     ),
     FactSpec(
@@ -3443,6 +3699,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Admissions office", "ask about transfer credits"), ("Application essay due", "{time}, upload PDF")),
         ("{other} is writing an application essay and hunting down transfer credits",),
+        ask="Which degree does {name} want to finish, and how far along is {subj} with getting back in?",
         tags=("learner", "ambitious"),
         when={"education": ("high school", "some college", "associate")},
     ),
@@ -3460,9 +3717,10 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Speed work", "track, 8x800"), ("Long run at marathon pace", "18 miles, gels")),
         ("{other} missed {pos} qualifying time by 40 seconds and is doing speed work again",),
-        tags=("athletic", "fitness_goal", "disciplined", "ambitious"),
+        ask="Which famous race is {name} trying to qualify for, and how close is {subj}?",
+        tags=("athletic", "fitness_goal", "disciplined", "ambitious", "x:race_goal"),
         when={"max_age": 65},
-        conflicts={"mobility_limited": "behavioral", "sedentary": "behavioral"},
+        conflicts={"mobility_limited": "behavioral", "sedentary": "behavioral", "x:race_goal": "behavioral"},
     ),
     FactSpec(
         "book_goal",
@@ -3478,6 +3736,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Writing group", "bring chapter 12"), ("Write", "6-7am, word count goal 1,000")),
         ("{other} sent query letters for {pos} manuscript and is refreshing email all day",),
+        ask="What story is {name} writing, and what has {subj} done toward getting it published?",
         tags=("creative", "ambitious"),
     ),
     FactSpec(
@@ -3497,6 +3756,7 @@ BANK: tuple[FactSpec, ...] = (
             ("Extra payment", "after payday, update the payoff date"),
         ),
         ("{other} is doing a no-spend month and colored in {pos} payoff chart",),
+        ask="By when does {name} want to owe nothing at all, and how does {subj} track it?",
         tags=("budget", "money_goal", "disciplined"),
         requests=(
             Request(
@@ -3520,7 +3780,9 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("House hunting back home", "video tour, {time}"), ("Talk to HR", "transfer request follow-up")),
         ("{other} is scrolling job listings in Ohio to be near {pos} parents",),
-        tags=("family_first",),
+        ask="How far does {name} live from {poss} parents, and what is {subj} doing about it?",
+        tags=("family_first", "x:parents_home"),
+        conflicts={"x:parents_home": "behavioral"},
     ),
     # ------------------------------------------------------------------ more personality
     FactSpec(
@@ -3538,6 +3800,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("One more draft", "report, due Friday"), ("Fix slides", "the alignment was off")),
         ("{other} redid {pos} presentation three times and was up until 2 fixing fonts",),
+        ask="How does {name} handle work that is almost but not quite right?",
         tags=("anxious", "planner", "disciplined"),
         conflicts={"spontaneous": "psychological"},
     ),
@@ -3555,6 +3818,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Open mic comedy", "sign up at 8, 5-minute bit"), ("Prank planning", "Steve's birthday, glitter")),
         ("{other} pulled a prank at work and the group laughed so hard they got a warning",),
+        ask="What does {name} do to get a laugh from friends?",
         tags=("extrovert",),
         conflicts={"introvert": "psychological"},
     ),
@@ -3572,6 +3836,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Build the shelf my way", "Saturday"), ("Dinner with Carol", "didn't ask for advice, remember that")),
         ("{other} refused to read the directions and built the crib backwards",),
+        ask="How does {name} react to advice or instructions {subj} did not ask for?",
         tags=("independent",),
     ),
     FactSpec(
@@ -3588,6 +3853,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Good vibes only", "plan the makeup picnic"), ("Silver lining list", "Sunday night")),
         ("{other} keeps saying it'll work out while {pos} basement floods",),
+        ask="What outlook does {name} keep when plans fall apart?",
         tags=("coping",),
         conflicts={"pessimist": "psychological"},
     ),
@@ -3608,6 +3874,7 @@ BANK: tuple[FactSpec, ...] = (
             ("Check the forecast", "what if it rains"),
         ),
         ("{other} is bracing for it every time {pos} phone rings",),
+        ask="What does {name} expect to happen when things are going well?",
         tags=("pessimist", "anxious"),
     ),
     FactSpec(
@@ -3624,6 +3891,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("The trivia league", "Tuesday 8pm, the pub"), ("Rematch", "Monopoly at Dan's, bring snacks")),
         ("{other} lost at the trivia league and demanded a rematch",),
+        ask="How does {name} take losing a game?",
         tags=("ambitious",),
     ),
     # ------------------------------------------------------------------ more constraints
@@ -3642,6 +3910,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("INR check", "Coumadin clinic, 8:15"), ("Pharmacy", "Tylenol, no ibuprofen")),
         ("{other} has an INR check every week at the Coumadin clinic",),
+        ask="Which medication makes {name} avoid certain painkillers, and how is {poss} dose checked?",
         tags=("health_constraint",),
         when={"min_age": 35},
         requests=(
@@ -3671,8 +3940,9 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Install separate sink", "plumber, {time}"), ("Shopping", "hechsher on everything, the meat dishes soap")),
         ("{other} installed a separate sink and labels the meat dishes",),
-        tags=("food_constraint", "faith"),
-        conflicts={"eats_pork": "behavioral"},
+        ask="Which rules of {poss} faith govern {name}'s kitchen and dishes?",
+        tags=("food_constraint", "faith", "jewish", "eats_meat"),
+        conflicts={"eats_pork": "behavioral", "muslim": "behavioral", "christian": "behavioral"},
         requests=(
             Request(
                 "Order me a bacon cheeseburger for lunch.",
@@ -3695,7 +3965,9 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Budget app check-in", "Sunday, reset $50 a week"), ("Cheap date", "the envelope is empty, picnic")),
         ("{other} has $50 a week for fun and checks {pos} budget app constantly",),
-        tags=("budget",),
+        ask="What rule does {name} follow for {poss} weekly spending, and how does {subj} keep to it?",
+        tags=("budget", "x:thrift"),
+        conflicts={"x:thrift": "behavioral"},
         when={"max_income": 3},
         requests=(
             Request(
@@ -3724,6 +3996,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Amtrak to Chicago", "sleeper car, bring snacks"), ("The long drive", "road trip instead, leave 6am")),
         ("{other} took Amtrak across the country because {other} won't get on a plane",),
+        ask="Which way of traveling does {name} refuse, and what does {subj} do instead?",
         tags=("anxious",),
         requests=(
             Request(
@@ -3748,7 +4021,9 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Dinner - tell the server", "no shrimp, asked about the stock"), ("Allergist", "refill epinephrine")),
         ("{other} always says no shrimp and asks about the stock at restaurants",),
-        tags=("health_constraint", "food_constraint"),
+        ask="Which seafood could make {name} seriously ill, and how does {subj} stay safe when eating out?",
+        tags=("health_constraint", "food_constraint", "x:severe_allergy"),
+        conflicts={"x:severe_allergy": "behavioral"},
         requests=(
             Request(
                 "Order the shrimp scampi for me from Olive Garden.",
@@ -3777,6 +4052,7 @@ BANK: tuple[FactSpec, ...] = (
         ),
         (("Eye doctor", "cataract check"), ("Leave by 4:30", "home before dark")),
         ("{other} has to be home before dark because of the glare",),
+        ask="When in the day does {name} stop driving, and why?",
         tags=("mobility_constraint",),
         when={"min_age": 55},
         requests=(
