@@ -702,3 +702,11 @@ def test_model_outage_falls_back(tmp_path: Path) -> None:
     assert {"persona", "circle", "cases"} <= stages and any(s.startswith("fragments") for s in stages)
     assert all("server down" in f for f in report.fallbacks)
     assert all("model verifier" in c.attempts[-1].error for c in p["clusters"])
+
+
+def test_household_words_are_not_read_through_a_negation() -> None:
+    from hippocamp.pcontext.audit import _lives
+
+    assert _lives("married, children at home", "children")
+    assert not _lives("married, no children at home", "children")
+    assert _lives("married, no children at home", "married")

@@ -32,6 +32,11 @@ def _income_index(seed: Seed) -> int:
     return bands.index(seed.income_band) if seed.income_band in bands else 0
 
 
+def _lives(household: str, word: str) -> bool:
+    """Whether a household (``married, no children at home``) has ``word`` in it, not negated."""
+    return word in household and f"no {word}" not in household
+
+
 def demographic_issue(spec: FactSpec, seed: Seed) -> str | None:
     """Why ``spec`` does not fit the seed, or None."""
     w = spec.when
@@ -39,7 +44,7 @@ def demographic_issue(spec: FactSpec, seed: Seed) -> str | None:
         return f"age {seed.age} is below {w['min_age']}"
     if "max_age" in w and seed.age > cast(int, w["max_age"]):
         return f"age {seed.age} is above {w['max_age']}"
-    if "household" in w and not any(h in seed.household for h in cast(tuple[str, ...], w["household"])):
+    if "household" in w and not any(_lives(seed.household, h) for h in cast(tuple[str, ...], w["household"])):
         return f"household {seed.household!r} does not fit"
     if w.get("working") and not working(seed):
         return f"not working ({seed.occupation})"
