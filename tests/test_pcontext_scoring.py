@@ -67,6 +67,9 @@ def test_accepted_items_change_the_verdict() -> None:
     assert grade(CASE_T3, answer, {"f1"}).verdict == "incorrect"
     g = grade(CASE_T3, answer, {"f1"}, frozenset({"works at the bakery"}))
     assert (g.verdict, g.judged, g.failures) == ("correct", ["works at the bakery"], [])
+    # right without citing: the answer counts for answer accuracy, not for P-ContextBench's "correct"
+    uncited = grade(CASE_T3, "Dana works at the bakery now.", set())
+    assert (uncited.correct, uncited.answer_ok, uncited.failures) == (False, True, ["no_evidence"])
     t5 = {"type": "T5", "constraints": ["has asthma"], "boundary": "warn", "supporting_fragments": ["f1"]}
     text = "Warn: smoke could set off her breathing condition."
     assert grade(t5, text, {"f1"}).verdict != "VERIFIED"
@@ -129,6 +132,7 @@ def test_score_pcontext_with_and_without_a_judge(scored_run: Path) -> None:
     model = get_model("mock", outputs=lambda req: quote_t5 if "Warn" in str(req.messages) else quote_t1)
     judged = asyncio.run(score_run(scored_run, Judge(model, mode="robust"), retrieval_k=0))
     assert judged.summary["accuracy"] == 1.0 and "retrieval" not in judged.summary
+    assert judged.summary["answer_accuracy"] == 1.0 and s["answer_accuracy"] == 0.0  # T1 only (T5 has none)
     assert judged.summary["judged_items"] == 4
     lines = load_scores(scored_run)
     assert {ln.decided_by for ln in lines} == {"rubric+judge"} and all(

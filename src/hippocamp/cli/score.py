@@ -112,12 +112,13 @@ def score(run_dir: Path | None, judge: str | None, mode: str, panel: str | None,
 
 def _print_pcontext(report: Any, s: dict[str, Any]) -> None:
     click.echo(f"graded {report.scored} episodes ({s['runs']} runs), {s['unscored']} unscored; judge {s['judge']}")
-    click.echo(f"accuracy: {_pct(s['accuracy'])}; cited evidence recall {_pct(s['evidence_recall'])}; "
+    click.echo(f"accuracy: {_pct(s['accuracy'])} (answer alone, citations aside: {_pct(s.get('answer_accuracy'))}); "
+               f"cited evidence recall {_pct(s['evidence_recall'])}; "
                f"agent's retrieval reached {_pct(s.get('seen_recall'))} of the supporting fragments")  # fmt: skip
     for ctype, t in s["by_type"].items():
         k = next((key for key in t if key.startswith("pass^")), "pass^1")
         click.echo(f"  {ctype}: {_pct(t['accuracy'])} of {t['n']} · worst run {_pct(t['worst_run'])} · "
-                   f"{k} {_pct(t[k])}")  # fmt: skip
+                   f"{k} {_pct(t[k])} · answer alone {_pct(t.get('answer_accuracy'))}")  # fmt: skip
     r = s.get("retrieval")
     if r:
         by = ", ".join(f"{t} {_pct(v)}" for t, v in r["by_type"].items())

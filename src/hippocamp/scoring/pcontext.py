@@ -109,6 +109,9 @@ class Grade:
     parts: dict[str, float] = field(default_factory=dict)
     #: items the judge model found stated in other words (the lexical rubric missed them)
     judged: list[str] = field(default_factory=list)
+    #: T1–T4 and abstention: the answer itself is right (labels and key items), cited evidence aside (the
+    #: answer accuracy LoCoMo reports); None for T5
+    answer_ok: bool | None = None
     #: share of supporting fragments the agent's own tools showed it
     seen_recall: float | None = None
 
@@ -163,7 +166,8 @@ def grade_case(
         declined = bool(_DECLINE.search(answer))
         gave = bool(adversarial) and has(adversarial, 0.8)
         ok = declined and not gave
-        return Grade(ctype, "correct" if ok else "incorrect", ok, failures=[] if ok else ["answered_unanswerable"])
+        return Grade(ctype, "correct" if ok else "incorrect", ok, failures=[] if ok else ["answered_unanswerable"],
+                     answer_ok=ok)  # fmt: skip
     labels = [str(x) for x in case.get("labels") or []]
     covered = [x for x in labels if has(x)]
     missing = [x for x in labels if x not in covered]
@@ -192,7 +196,8 @@ def grade_case(
     else:
         verdict = "incorrect"
     judged = sorted(x for x in accepted if not covers(answer, x))
-    return Grade(ctype, verdict, verdict == "correct", covered, missing, failures, hit, recall, judged=judged)
+    return Grade(ctype, verdict, verdict == "correct", covered, missing, failures, hit, recall, judged=judged,
+                 answer_ok=not missing and keys_ok)  # fmt: skip
 
 
 def grade_t5(
@@ -315,6 +320,10 @@ def retrieval_recall(
             "by_type": {t: sum(v) / len(v) for t, v in sorted(by_type.items())}, "per_case": per}  # fmt: skip
 
 
+def _share(values: list[bool]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
 def summarize(grades: dict[tuple[str, int], Grade], persona_of: dict[str, str]) -> dict[str, Any]:
     """Accuracy per type, worst run, pass^k (k = the number of runs, 3 in the paper), failure counts, and
     the one-sided Wilcoxon test of per-persona T1–T2 vs T3–T5 accuracy."""
@@ -336,10 +345,12 @@ def summarize(grades: dict[tuple[str, int], Grade], persona_of: dict[str, str]) 
             "n": len(gs), "accuracy": sum(g.correct for g in gs) / len(gs),
             "partial": sum(g.verdict in ("partial", "FLAGGED") for g in gs) / len(gs),
             "worst_run": min(sum(r) / len(r) for r in per_run if r), f"pass^{k}": pass_hat_k(outcomes, k).value,
+            "answer_accuracy": _share([g.answer_ok for g in gs if g.answer_ok is not None]),
             "verdicts": dict(Counter(g.verdict for g in gs)),
         }  # fmt: skip
     everything = list(grades.values())
     out["accuracy"] = sum(g.correct for g in everything) / len(everything) if everything else None
+    out["answer_accuracy"] = _share([g.answer_ok for g in everything if g.answer_ok is not None])
     out["failures"] = dict(Counter(f"{g.type}:{f}" for g in everything for f in g.failures))
     recalls = [g.evidence_recall for g in everything if g.evidence_recall is not None]
     out["evidence_recall"] = sum(recalls) / len(recalls) if recalls else None
