@@ -206,6 +206,11 @@ def test_filler_ablation_as_a_paired_comparison(tmp_path: Path, monkeypatch: pyt
     assert {d.metric for d in c.deltas} >= {"Accuracy · T1", "Accuracy · T5"}
     text = render_markdown(report)
     assert "P-ContextBench: comparison against" in text and "(15 questions)" in text
+    # answer accuracy (citations aside) per type, from the score lines
+    t1 = [s for s in load_scores(runs[0]) if s.facts["type"] == "T1"]
+    share = sum(bool(s.facts["answer_ok"]) for s in t1) / len(t1)
+    assert report.pcontext.rows[0].types["T1"].answer_accuracy == pytest.approx(share)
+    assert "answer alone" in text
 
 
 @pytest.mark.parametrize(

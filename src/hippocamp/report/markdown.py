@@ -173,7 +173,8 @@ def _counts(r: TypeResult | None) -> str:
     if r is None:
         return fmt.DASH
     extra = f", {r.unscored} unscored" if r.unscored else ""
-    return f"{r.cases} cases, n={r.n}{extra}; partial {fmt.pct(r.partial)}"
+    answer = f"; answer alone {fmt.pct(r.answer_accuracy)}" if r.answer_n else ""
+    return f"{r.cases} cases, n={r.n}{extra}; partial {fmt.pct(r.partial)}{answer}"
 
 
 def _pc_counts(t: PContextTables) -> list[str]:
@@ -258,7 +259,9 @@ def _pcontext(t: PContextTables) -> list[str]:
             "every denominator and counted.", ""]  # fmt: skip
     out += _pc_table2(t)
     out += ["", "### Test counts and partial credit", "", "Cases, scored episodes and the share of answers "
-            "graded partial (T5: FLAGGED), which count as wrong above.", "", *_pc_counts(t)]  # fmt: skip
+            "graded partial (T5: FLAGGED), which count as wrong above; answer alone: the share whose answer is "
+            "right in itself, cited evidence aside (the answer accuracy LoCoMo reports; not for T5).", "",
+            *_pc_counts(t)]  # fmt: skip
     out += ["", "## P-ContextBench: failure categories (Table 3 layout)", ""]
     out += ["Scored answers of each type that are not correct and carry the category, with their share of that "
             "type's errors; one answer can carry several categories. Categories the paper's Table 3 does not list "

@@ -173,6 +173,8 @@ class Graded:
     seen_recall: float | None = None
     #: key items a judge model found stated in other words
     judged: tuple[str, ...] = ()
+    #: the answer itself is right, cited evidence aside (T1–T4, abstention; None for T5 or older scores)
+    answer_ok: bool | None = None
 
 
 def graded(lines: Sequence[ScoreLine], gold: PContextGold) -> list[Graded]:
@@ -198,6 +200,7 @@ def graded(lines: Sequence[ScoreLine], gold: PContextGold) -> list[Graded]:
                 reason=(s.error or s.rationale or s.status) if unscored else "",
                 seen_recall=None if unscored else facts.get("seen_recall"),
                 judged=tuple(str(x) for x in facts.get("judged") or ()),
+                answer_ok=None if unscored or facts.get("answer_ok") is None else bool(facts["answer_ok"]),
             )
         )
     return out
@@ -222,6 +225,9 @@ class TypeResult:
     verdicts: dict[str, int]
     #: mean normalized T5 score (0–1) over the scored episodes that have one
     mean_score: float | None = None
+    #: share of answers right in themselves, citations aside (LoCoMo's answer accuracy), and its count
+    answer_accuracy: float | None = None
+    answer_n: int = 0
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -250,6 +256,8 @@ def type_result(gs: Sequence[Graded], k: int) -> TypeResult:
         pass_n=passed.n if passed else 0,
         verdicts=dict(Counter(g.verdict for g in scored)),
         mean_score=_mean(scores),
+        answer_accuracy=_mean([float(g.answer_ok) for g in scored if g.answer_ok is not None]),
+        answer_n=sum(g.answer_ok is not None for g in scored),
     )
 
 
@@ -276,6 +284,8 @@ def average(results: Sequence[TypeResult]) -> TypeResult:
         pass_k=_weighted([(r.pass_k, r.pass_n) for r in results]),
         pass_n=sum(r.pass_n for r in results),
         verdicts=dict(verdicts),
+        answer_accuracy=_weighted([(r.answer_accuracy, r.answer_n) for r in results]),
+        answer_n=sum(r.answer_n for r in results),
     )
 
 
