@@ -122,7 +122,8 @@ def _print_pcontext(report: Any, s: dict[str, Any]) -> None:
     r = s.get("retrieval")
     if r:
         by = ", ".join(f"{t} {_pct(v)}" for t, v in r["by_type"].items())
-        click.echo(f"store retrieval ({r['mode']}) evidence recall@{r['k']}: {_pct(r['recall'])} ({by})")
+        click.echo(f"store retrieval ({r['mode']}) evidence recall@{r['k']} over the suite's {r['cases']} cases with "
+                   f"evidence: {_pct(r['recall'])} ({by})")  # fmt: skip
     if s["failures"]:
         click.echo("failures: " + ", ".join(f"{k} {v}" for k, v in sorted(s["failures"].items())))
 
