@@ -28,16 +28,17 @@ def test_quickstart_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert result.exit_code == 0, result.output
     assert "evidence" in result.output and "rag" in result.output and "report:" in result.output
     summary = json.loads((out / "quickstart.json").read_text())
-    assert [r["agent"] for r in summary["rows"]] == ["evidence", "rag"]
-    assert all(r["questions"] == 1 for r in summary["rows"])
+    assert [r["agent"] for r in summary["rows"]] == ["evidence", "rag", "rag · persona"]
+    assert [r["questions"] for r in summary["rows"]] == [1, 1, 5]  # the persona leg: one case of each of T1–T5
     html = (out / "report" / "report.html").read_text()
     md = (out / "report" / "report.md").read_text()
     assert "<table" in html and "<details" in html  # the result table and the per-question drill-down
+    assert "P-ContextBench" in md and "rag · persona" in result.output
     question = json.loads((out / "runs" / "rag" / "episodes.jsonl").read_text().splitlines()[0])["question"]
     assert question in md
     # a second run reuses the profile, the index, the runs and the scores
     again = CliRunner().invoke(main, args)
     assert again.exit_code == 0, again.output
-    for agent in ("evidence", "rag"):
+    for agent in ("evidence", "rag", "pcontext-rag"):
         lines = (out / "runs" / agent / "episodes.jsonl").read_text().splitlines()
-        assert len(lines) == 1
+        assert len(lines) == (5 if agent.startswith("pcontext") else 1)

@@ -2,7 +2,9 @@
 
 Stages: generate a small synthetic profile (``synth:small:SEED``, cached), index it, run the default
 agent (``evidence``) and one baseline (``rag``) on its first questions with the local model, score
-both with the robust judge, and write the report. Every stage reuses what exists: the cached profile,
+both with the robust judge; then a P-ContextBench leg: one template persona's messenger and calendar logs
+(``synth personas``), one case of each type T1–T5 answered by ``persona_agent``, graded by the rubrics;
+and write one report over all of it. Every stage reuses what exists: the cached profile,
 the incremental store, resumable runs and scores, and the model request cache, so a second run only
 redoes what changed. ``--profile DIR`` answers questions about the user's own files instead (no gold,
 so no scores): the answers with their sources go to ``answers.md``.
@@ -51,6 +53,7 @@ def quickstart(
     scale: str = "small",
     small_model: bool = False,
     stage: Stage | None = None,
+    persona_agent: str | None = "rag",
 ) -> QuickstartResult:
     """Run the quickstart into ``out`` (see the module doc); ``judge`` defaults to ``model``."""
     from hippocamp.models import get_model
@@ -81,16 +84,25 @@ def quickstart(
             run_dirs.append(run_dir)
     finally:
         suite.close()
+    if persona_agent:
+        run_dirs.append(_personas(out, persona_agent, model, seed, 1 if limit else None, budget, stage))
     judge_spec = judge or model
     rows = []
     for run_dir in run_dirs:
-        verdicts = Judge(get_model(judge_spec), mode="robust")
+        pcontext = run_dir.name.startswith("pcontext-")
+        verdicts = Judge(None, mode="facts") if pcontext else Judge(get_model(judge_spec), mode="robust")
 
         def scoring(done: int, total: int, name: str = run_dir.name) -> None:
             stage(f"score {name}", done, total)
 
         report = asyncio.run(score_run(run_dir, verdicts, concurrency=1, progress=scoring))
         s = report.summary
+        if pcontext:  # the P-ContextBench rubrics: no file F1, accuracy over the cases
+            seconds = sorted(line.seconds for line in _lines(run_dir) if line.seconds is not None)
+            rows.append({"agent": run_dir.name.removeprefix("pcontext-") + " · persona", "questions": s["episodes"],
+                         "accuracy": s["accuracy"], "unscored": s["unscored"], "file_f1": None,
+                         "median_s": seconds[len(seconds) // 2] if seconds else None})  # fmt: skip
+            continue
         rows.append(
             {
                 "agent": run_dir.name,
@@ -106,6 +118,35 @@ def quickstart(
     stage("report", 1, 1)
     (out / "quickstart.json").write_text(json.dumps({"model": model, "judge": judge_spec, "rows": rows}, indent=2))
     return QuickstartResult(out, html, md, rows, model, judge_spec)
+
+
+def _lines(run_dir: Path) -> list[Any]:
+    from hippocamp.scoring.run_scores import load_scores
+
+    return load_scores(run_dir)
+
+
+def _personas(out: Path, agent: str, model: str, seed: int, per_type: int | None, budget: Any, stage: Stage) -> Path:
+    """The P-ContextBench leg: one template persona (cached), ``per_type`` cases of each type answered by
+    ``agent`` over its app logs; returns the run directory."""
+    from hippocamp.pcontext import SetConfig, run_set
+    from hippocamp.runs import SuiteOptions, load_suite, run
+
+    stage("persona", 0, 1)
+    run_set(SetConfig(out=out / "personas", n=1, seed=seed))
+    stage("persona", 1, 1)
+    suite = load_suite(f"pcontext:{out / 'personas'}", SuiteOptions(store=out / "personas.sqlite"))
+    run_dir = out / "runs" / f"pcontext-{agent}"
+    try:
+
+        def progress(_episode: Any, done: int, total: int) -> None:
+            stage(f"run {agent} (persona)", done, total)
+
+        asyncio.run(run(suite, agent, model, out=run_dir, per_type=per_type, concurrency=1, budget=budget,
+                        progress=progress))  # fmt: skip
+    finally:
+        suite.close()
+    return run_dir
 
 
 def _write_report(run_dirs: list[Path], out: Path) -> tuple[Path | None, Path | None]:

@@ -1,4 +1,5 @@
-"""``hippocamp quickstart``: a synthetic profile, two agents on the embedded model, scores, a report."""
+"""``hippocamp quickstart``: a synthetic profile and a persona's app logs, agents on the embedded model,
+scores, a report."""
 
 from __future__ import annotations
 
@@ -18,15 +19,18 @@ from hippocamp.cli._common import console, fail
 @click.option("--limit", default=3, show_default=True, type=int, help="Questions per agent (0: all).")
 @click.option("--agents", default="evidence,rag", show_default=True, help="Agents to run, comma-separated.")
 @click.option("--seed", default=7, show_default=True, type=int, help="Seed of the synthetic profile.")
+@click.option("--persona-agent", default="rag", show_default=True,
+              help="Agent for the P-ContextBench persona leg (one case per type T1–T5); 'none' skips it.")  # fmt: skip
 @click.option("--profile", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
               help="Answer questions about your own files instead (no scores: there is no gold).")  # fmt: skip
 @click.option("--questions", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="With --profile: a file of questions, one per line (default: asked interactively).")  # fmt: skip
 def quickstart(out: Path, model: str | None, judge: str | None, limit: int, agents: str, seed: int,
-               profile: Path | None, questions: Path | None) -> None:  # fmt: skip
+               persona_agent: str, profile: Path | None, questions: Path | None) -> None:  # fmt: skip
     """Generate a small synthetic profile, index it, run the default agent and a baseline on its
-    questions with the embedded model, score them with the robust judge, and write an HTML report.
-    Offline; no API key."""
+    questions with the embedded model, score them with the robust judge; answer one case of each
+    P-ContextBench type over a generated persona's messenger and calendar logs (rubric-scored); write
+    one HTML report. Offline; no API key."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from hippocamp.cli.run import _default_model
@@ -54,16 +58,17 @@ def quickstart(out: Path, model: str | None, judge: str | None, limit: int, agen
 
         try:
             result = run_quickstart(out, model=spec, judge=judge, agents=names, limit=limit or None, seed=seed,
-                                    small_model=small, stage=stage)  # fmt: skip
+                                    small_model=small, stage=stage,
+                                    persona_agent=None if persona_agent == "none" else persona_agent)  # fmt: skip
         except Exception as exc:  # a clear line instead of a traceback; the re-run resumes
             fail(f"quickstart stopped: {type(exc).__name__}: {exc} (re-run to resume)", code=1)
-    click.echo(f"\nmodel {result.model}, judge {result.judge} (robust)\n")
-    click.echo(f"{'agent':<10} {'questions':>9} {'accuracy':>9} {'unscored':>9} {'file F1':>8} {'s/question':>11}")
+    click.echo(f"\nmodel {result.model}, judge {result.judge} (robust; persona cases: the P-ContextBench rubrics)\n")
+    click.echo(f"{'agent':<16} {'questions':>9} {'accuracy':>9} {'unscored':>9} {'file F1':>8} {'s/question':>11}")
     for r in result.rows:
         acc = "n/a" if r["accuracy"] is None else f"{100 * r['accuracy']:.0f}%"
         f1 = "n/a" if r["file_f1"] is None else f"{100 * r['file_f1']:.0f}%"
         med = "n/a" if r["median_s"] is None else f"{r['median_s']:.1f}"
-        click.echo(f"{r['agent']:<10} {r['questions']:>9} {acc:>9} {r['unscored']:>9} {f1:>8} {med:>11}")
+        click.echo(f"{r['agent']:<16} {r['questions']:>9} {acc:>9} {r['unscored']:>9} {f1:>8} {med:>11}")
     if result.report_html:
         click.echo(f"\nreport: {result.report_html}")
 
