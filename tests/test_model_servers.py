@@ -172,3 +172,26 @@ def test_local_provider_in_process_json_constrained():
         )
     )
     assert again.cached and again.parsed == gen.parsed  # temperature 0: cached by default
+
+
+def test_a_prompt_over_the_context_window_keeps_the_json_mode(server_url):
+    """The server refuses a prompt longer than its context (n_ctx 2048 in CI): a clear error, and the JSON
+    mode the backend found is kept for the next request."""
+    from hippocamp.models.errors import ModelError
+
+    model = get_model(f"openai-compatible:smollm2@{server_url}")
+    ok = [{"role": "user", "content": "What is the capital of France? Reply in JSON."}]
+    huge = [{"role": "user", "content": "word " * 6000 + "\nWhat is the capital of France? Reply in JSON."}]
+
+    async def both() -> tuple[str, str, str]:
+        await model.generate(ok, response_format=Capital, max_tokens=48, cache=False)
+        mode = model.backend.json_mode
+        try:
+            await model.generate(huge, response_format=Capital, max_tokens=16, cache=False)
+        except ModelError as exc:
+            return mode, model.backend.json_mode, str(exc)
+        raise AssertionError("a prompt over the context window was accepted")
+
+    before, after, error = asyncio.run(both())
+    assert before == after != "instruct", error
+    assert "context" in error.lower(), error

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from typing import Any
 
 from hippocamp.models.errors import ModelError, ModelNotAvailableError, TransientModelError
@@ -108,8 +109,12 @@ class OpenAIBackend:
         return kwargs, fallback_tools
 
     def _downgrade(self, request: ChatRequest, exc: Exception) -> bool:
-        """After a 4xx, fall back to a feature the server may lack; False when nothing is left to try."""
+        """After a 4xx, fall back to a feature the server may lack; False when nothing is left to try, or
+        when the request failed for a reason no feature explains (a prompt over the context window must
+        not cost every later request its JSON mode)."""
         text = _message(exc).lower()
+        if _CONTEXT_OVERFLOW.search(text):
+            return False
         if request.json_schema is not None and self.json_mode != "instruct":
             if request.tools and self.native_tools and "tool" in text and "response_format" not in text:
                 self.native_tools = False
@@ -157,6 +162,11 @@ def _tool_call(call: Any) -> ToolCall:
     return ToolCall(
         id=call.id or "call_0", name=call.function.name, arguments=args if isinstance(args, dict) else {"_raw": args}
     )
+
+
+_CONTEXT_OVERFLOW = re.compile(
+    r"context (?:length|window|size)|maximum context|too many tokens|exceeds? (?:the )?(?:context|n_ctx)|n_ctx"
+)
 
 
 def _is_rejection(exc: Exception) -> bool:
