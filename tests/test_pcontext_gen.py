@@ -407,6 +407,11 @@ def test_decoy_supporting_a_fact_flagged(one: dict) -> None:
     assert any("x1" in p and "first person" in p for p in check.problems)
     assert any("x2" in p and "without naming" in p for p in check.problems)
     assert any("x3" in p and "not about another person" in p for p in check.problems)
+    # a title's full stop is not a sentence end: "Mr. Okafor" does not carry the cue's sentence away
+    titled = CalendarEvent(id="x4", title=f"I have the Mr. Okafor {fact.cues[0]} with Zed", start=start, end=end,
+                           kind="decoy", about="Okafor")  # fmt: skip
+    check = _check(_verify(one, events=[*events, titled]), "decoy_support")
+    assert any("x4" in p and "first person" in p for p in check.problems)
 
 
 def test_dropped_fragment_fails_survival(one: dict) -> None:

@@ -256,8 +256,19 @@ def check_survival(
     )
 
 
+_TITLES = ("Mr.", "Mrs.", "Ms.", "Dr.", "St.", "Prof.", "Jr.", "Sr.")
+
+
 def _sentences(text: str) -> list[str]:
-    return [s for s in re.split(r"(?<=[.!?;\n])\s+|\n", text) if s.strip()]
+    """Sentences, not split after a title ("Mr. Okafor" stays one sentence with its name)."""
+    parts = [s for s in re.split(r"(?<=[.!?;\n])\s+|\n", text) if s.strip()]
+    out: list[str] = []
+    for part in parts:
+        if out and out[-1].endswith(_TITLES):
+            out[-1] += " " + part
+        else:
+            out.append(part)
+    return out
 
 
 def check_decoys(items: Sequence[Message | CalendarEvent], facts: Sequence[Fact], persona_name: str) -> CheckResult:
