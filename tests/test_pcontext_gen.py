@@ -335,6 +335,9 @@ def test_facts_below_changes_refused(tmp_path: Path) -> None:
 
     with pytest.raises(PipelineError, match="--facts"):
         run_set(SetConfig(out=tmp_path / "s", n=1, facts=5))
+    with pytest.raises(PipelineError, match="one per category"):  # fewer than 18 leaves case types unmade
+        run_set(SetConfig(out=tmp_path / "s", n=1, facts=12))
+    assert run_set(SetConfig(out=tmp_path / "t", n=1, facts=18, days=14)).personas_passed == 1  # the least allowed
 
 
 # ---------------------------------------------------------------------------- checks on crafted bad input

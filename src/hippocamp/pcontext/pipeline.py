@@ -126,8 +126,9 @@ class SetConfig:
             raise PipelineError(f"give_up must be at least 1, got {self.give_up}")
         if self.contacts < 1:
             raise PipelineError(f"--contacts must be at least 1, got {self.contacts}")
-        if self.facts < self.changes + 2:
-            raise PipelineError(f"--facts must be at least {self.changes + 2} (changes + 2), got {self.facts}")
+        least = max(len(CATEGORIES), self.changes + 2)  # one per category, so every case type can be made
+        if self.facts < least:
+            raise PipelineError(f"--facts must be at least {least} (one per category; changes + 2), got {self.facts}")
 
     def as_json(self) -> dict[str, Any]:
         d = asdict(self)
