@@ -624,7 +624,9 @@ def _script(verifier_leaks: object = None):  # type: ignore[no-untyped-def]
             return json.dumps(
                 {"answers": [{"id": q["id"], "answer": f"Well, {q['id']}."} for q in payload["questions"]]}
             )
-        if stage == "facts":
+        if stage == "facts":  # one topic per call: its turns only; facts of other topics are dropped by the caller
+            assert {t["topic"] for t in payload["interview"]} == {payload["topic"]} and payload["count"] >= 1
+            calls["facts"] = calls.get("facts", 0) + 1
             return json.dumps({"facts": MOCK_FACTS})
         if stage == "audit":
             return json.dumps({"findings": []})
@@ -668,7 +670,9 @@ def test_model_mode_with_regeneration(tmp_path: Path) -> None:
     summary = run_set(cfg, model=model, verifier=model)
     p = _persona(cfg.out / "p001")
     assert p["persona"].generator == "model:mock" and p["persona"].interview[0].answer == "Well, q001."
-    assert [f.label for f in p["facts"]][:6] == [f["label"] for f in MOCK_FACTS]
+    labels = [f.label for f in p["facts"]]
+    assert sorted(labels[:6]) == sorted(f["label"] for f in MOCK_FACTS) and len(set(labels)) == len(labels)
+    assert calls["facts"] == len({t.topic for t in p["persona"].interview})  # asked topic by topic
     assert any(f.prior_of for f in p["facts"])  # the proposed change was dated
     assert p["persona"].audit.auditor == "model:mock+rules"
     regenerated = [c for c in p["clusters"] if len(c.attempts) == 2]

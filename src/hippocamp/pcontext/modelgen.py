@@ -166,20 +166,47 @@ class _Facts(BaseModel):
     facts: list[_Fact]
 
 
-async def distill(model: Any, seed: Seed, turns: list[InterviewTurn]) -> tuple[list[Fact], dict[str, _Change]]:
-    """Hidden facts from the interview (sources that do not exist become the first turn of the topic),
-    and the changes the model proposed, by prior fact id, for `changes` to date."""
-    payload = {"seed": seed.model_dump(exclude={"version"}), "interview": [t.model_dump() for t in turns]}
-    parsed = await _ask(model, "facts", payload, _Facts)
-    if len(parsed.facts) < 4:
-        raise ModelStageError(f"facts: only {len(parsed.facts)} facts; need at least 4")
+async def distill(
+    model: Any, seed: Seed, turns: list[InterviewTurn], want: int = 40
+) -> tuple[list[Fact], dict[str, _Change]]:
+    """About ``want`` hidden facts from the interview, asked topic by topic (concurrently: each prompt
+    holds one topic's turns, so a 4k-context local model can answer), facts outside the topic's
+    categories and repeated labels dropped; sources that do not exist become the first turn of the
+    topic. Also the changes the model proposed, by prior fact id, for `changes` to date. A topic whose
+    answer is unusable is left out; fewer than 4 facts in all is an error."""
+    topics = list(dict.fromkeys(t.topic for t in turns))
+    per_category = max(1, -(-want // len(TOPIC_OF)))
+
+    async def one(topic: str) -> list[_Fact]:
+        categories = [c for c, t in TOPIC_OF.items() if t == topic]
+        payload = {"seed": seed.model_dump(exclude={"version"}), "topic": topic, "categories": categories,
+                   "count": per_category * len(categories),
+                   "interview": [t.model_dump() for t in turns if t.topic == topic]}  # fmt: skip
+        parsed = await _ask(model, "facts", payload, _Facts)
+        return [f for f in parsed.facts if f.category in categories]
+
+    answers = await asyncio.gather(*(one(t) for t in topics), return_exceptions=True)
+    seen: set[str] = set()
+    found: list[_Fact] = []
+    for got in answers:
+        if isinstance(got, BaseException):
+            continue
+        for f in got:
+            key = normalize(f.label)
+            if key not in seen:
+                seen.add(key)
+                found.append(f)
+    if len(found) < 4:
+        errors = [a for a in answers if isinstance(a, BaseException)]
+        why = f" ({type(errors[0]).__name__}: {str(errors[0])[:160]})" if errors else ""
+        raise ModelStageError(f"facts: only {len(found)} usable facts over {len(topics)} topics; need 4{why}")
     ids = {t.id for t in turns}
     first_of = {}
     for t in turns:
         first_of.setdefault(t.topic, t.id)
     out = []
     successors: dict[str, _Change] = {}
-    for i, f in enumerate(parsed.facts, start=1):
+    for i, f in enumerate(found, start=1):
         fid = f"{seed.id}-F{i:03d}"
         sources = [s for s in f.sources if s in ids] or [first_of[TOPIC_OF[f.category]]]
         out.append(

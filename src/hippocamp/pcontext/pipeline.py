@@ -236,7 +236,8 @@ async def _stage_persona(run: _Run, seed: Seed, d: Path) -> tuple[Persona, list[
         turns, _ = await run.ask(seed.id, "interview", "persona: interview", modelgen.interview(model, seed))
         distilled = None
         if turns is not None:
-            distilled, _ = await run.ask(seed.id, "facts", "persona: facts", modelgen.distill(model, seed, turns))
+            drafting = modelgen.distill(model, seed, turns, cfg.facts - cfg.changes)
+            distilled, _ = await run.ask(seed.id, "facts", "persona: facts", drafting)
         if distilled is not None:
             drafted, successors = distilled
             audited, _ = await run.ask(seed.id, "audit", "persona: audit", modelgen.audit(model, seed, drafted))
