@@ -179,3 +179,13 @@ def test_medium_profile_reads_back_and_validates(tmp_path: Path) -> None:
     assert [p for p in report.problems if p.severity == "error"] == []
     check = check_profile(result.out)
     assert [(r.id, r.missing) for r in check.failed] == []
+
+
+def test_loose_matching_reads_spoken_digits_beside_punctuation() -> None:
+    """Speech recognition writes 'level two.' or 'level 2,' for the same words: both hold the fact."""
+    from hippocamp.synth.check import loose
+
+    assert loose("on level two.") == loose("On level 2") == "onlevel2"
+    assert loose("Level Two, row B") == "level2rowb"
+    assert "level2" not in loose("level twenty")
+    assert loose("someone at 1,234") == "someoneat1234"

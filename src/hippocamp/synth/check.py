@@ -26,13 +26,15 @@ _NUMBER_WORDS = {
     "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
     "eight": "8", "nine": "9",
 }  # fmt: skip
+# a spoken digit, whatever punctuation speech recognition put beside it ("level two." is "level 2")
+_NUMBER_WORD = re.compile(r"\b(?:" + "|".join(_NUMBER_WORDS) + r")\b")
 
 
 def loose(text: str) -> str:
     """Lower case, digits joined across thousands separators, punctuation and spaces dropped."""
     text = text.lower()
     text = re.sub(r"(?<=\d)[,.](?=\d{3}\b)", "", text)
-    text = " ".join(_NUMBER_WORDS.get(w, w) for w in text.split())
+    text = _NUMBER_WORD.sub(lambda m: _NUMBER_WORDS[m.group(0)], text)
     return re.sub(r"[^a-z0-9.]+", "", text).replace(".", "")
 
 
