@@ -1,12 +1,21 @@
-"""Shared fixtures: a tiny real profile (3-page PDF, short WAV, workbook, notes) built in tmp_path."""
+"""Shared fixtures: a tiny real profile (3-page PDF, short WAV, workbook, notes) built in tmp_path, generated
+profiles, and a real llama.cpp server (SmolLM2) on 127.0.0.1."""
 
 from __future__ import annotations
 
 import copy
 import json
 import math
+import os
+import socket
 import struct
+import subprocess
+import sys
+import time
+import urllib.request
 import wave
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -225,3 +234,68 @@ def synth_indexed(synth_small: Path, tmp_path_factory: pytest.TempPathFactory) -
     index_profile(root, store, IndexOptions(perceive=PerceiveOptions(ocr=False, asr=False), workers=1, embed=False))
     store.close()
     return root, path
+
+
+# -- a real OpenAI-compatible server ------------------------------------------------------------------
+def smollm2_path() -> Path:
+    """SmolLM2's GGUF; skips without the local extra, fails instead when HIPPOCAMP_REQUIRE_MODELS=1 (CI)."""
+    try:
+        import llama_cpp  # noqa: F401
+
+        from hippocamp.models.local_models import find_model
+
+        return find_model("smollm2")[0]
+    except Exception as exc:  # ImportError, or the model not installed
+        if os.environ.get("HIPPOCAMP_REQUIRE_MODELS") == "1":
+            pytest.fail(f"the local extra is required here (HIPPOCAMP_REQUIRE_MODELS=1): {exc}")
+        pytest.skip(f"needs the local extra (llama-cpp-python and SmolLM2): {exc}")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_ready(url: str, proc: subprocess.Popen[bytes] | None, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"llama.cpp server exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/models", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"llama.cpp server at {url} not ready after {timeout} s")
+
+
+@contextmanager
+def llama_server(model: Path, port: int) -> Iterator[subprocess.Popen[bytes]]:
+    """llama.cpp's OpenAI-compatible server for ``model`` on 127.0.0.1:``port``, stopped on exit."""
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
+           "--port", str(port), "--n_ctx", "2048", "--n_threads", "1"]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_ready(f"http://127.0.0.1:{port}/v1", proc)
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture(scope="module")
+def server_url() -> Iterator[str]:
+    """The server .ci/run started (HIPPOCAMP_TEST_SERVER), else one started here for this module."""
+    external = os.environ.get("HIPPOCAMP_TEST_SERVER")
+    if external:
+        wait_ready(external, None)
+        yield external
+        return
+    port = free_port()
+    with llama_server(smollm2_path(), port):
+        yield f"http://127.0.0.1:{port}/v1"

@@ -6,84 +6,14 @@ instead of skipping."""
 from __future__ import annotations
 
 import asyncio
-import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
 
+from conftest import free_port, llama_server, smollm2_path
 from hippocamp.models import ModelSettings, RetryPolicy, get_model
 
 pytestmark = pytest.mark.slow
-
-
-def _smollm2() -> Path:
-    try:
-        import llama_cpp  # noqa: F401
-
-        from hippocamp.models.local_models import find_model
-
-        return find_model("smollm2")[0]
-    except Exception as exc:  # ImportError, or the model not installed
-        if os.environ.get("HIPPOCAMP_REQUIRE_MODELS") == "1":
-            pytest.fail(f"the local extra is required here (HIPPOCAMP_REQUIRE_MODELS=1): {exc}")
-        pytest.skip(f"needs the local extra (llama-cpp-python and SmolLM2): {exc}")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_ready(url: str, proc: subprocess.Popen[bytes] | None, timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"llama.cpp server exited with {proc.returncode}")
-        try:
-            with urllib.request.urlopen(f"{url}/models", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.2)
-    raise RuntimeError(f"llama.cpp server at {url} not ready after {timeout} s")
-
-
-@contextmanager
-def llama_server(model: Path, port: int):
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
-           "--port", str(port), "--n_ctx", "2048", "--n_threads", "1"]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        _wait_ready(f"http://127.0.0.1:{port}/v1", proc)
-        yield proc
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-
-
-@pytest.fixture(scope="module")
-def server_url():
-    """The server .ci/run started (HIPPOCAMP_TEST_SERVER), else one started here for this module."""
-    external = os.environ.get("HIPPOCAMP_TEST_SERVER")
-    if external:
-        _wait_ready(external, None)
-        yield external
-        return
-    model = _smollm2()
-    port = _free_port()
-    with llama_server(model, port):
-        yield f"http://127.0.0.1:{port}/v1"
 
 
 class Capital(BaseModel):
@@ -126,8 +56,8 @@ def test_twenty_concurrent_requests(server_url):
 
 
 def test_server_restart_mid_run_is_recovered_by_retries():
-    model_path = _smollm2()
-    port = _free_port()
+    model_path = smollm2_path()
+    port = free_port()
     url = f"http://127.0.0.1:{port}/v1"
     settings = ModelSettings(retry=RetryPolicy(attempts=10, base_delay=0.3, max_delay=2.0), timeout=60)
     model = get_model(f"openai-compatible:smollm2@{url}", settings=settings)
@@ -151,7 +81,7 @@ def test_server_restart_mid_run_is_recovered_by_retries():
 
 
 def test_local_provider_in_process_json_constrained():
-    _smollm2()
+    smollm2_path()
     model = get_model("local:smollm2", threads=1)
     gen = asyncio.run(
         model.generate(

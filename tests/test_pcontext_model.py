@@ -10,11 +10,9 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections import Counter
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -350,59 +348,6 @@ def test_ics_escaping_and_folding_read_back(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------------------- a real server (slow)
-
-
-def _smollm2() -> Path:
-    try:
-        import llama_cpp  # noqa: F401
-
-        from hippocamp.models.local_models import find_model
-
-        return find_model("smollm2")[0]
-    except Exception as exc:  # ImportError, or the model not installed
-        if os.environ.get("HIPPOCAMP_REQUIRE_MODELS") == "1":
-            pytest.fail(f"the local extra is required here (HIPPOCAMP_REQUIRE_MODELS=1): {exc}")
-        pytest.skip(f"needs the local extra (llama-cpp-python and SmolLM2): {exc}")
-
-
-def _wait_ready(url: str, proc: subprocess.Popen[bytes] | None, timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"llama.cpp server exited with {proc.returncode}")
-        try:
-            with urllib.request.urlopen(f"{url}/models", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.2)
-    raise RuntimeError(f"llama.cpp server at {url} not ready after {timeout} s")
-
-
-@pytest.fixture(scope="module")
-def server_url():  # type: ignore[no-untyped-def]
-    """The server .ci/run started (HIPPOCAMP_TEST_SERVER), else one started here for this module."""
-    external = os.environ.get("HIPPOCAMP_TEST_SERVER")
-    if external:
-        _wait_ready(external, None)
-        yield external
-        return
-    model = _smollm2()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
-           "--port", str(port), "--n_ctx", "2048", "--n_threads", "1"]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        _wait_ready(f"http://127.0.0.1:{port}/v1", proc)
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 MODEL_STAGES = ("interview", "circle", "fragments", "decoys", "filler", "cases_recall", "cases")
