@@ -104,7 +104,9 @@ def test_applog_suite_and_env(persona_set: Path) -> None:
         assert [t.id for t in suite.tasks] == ["p1/p1-T1-01", "p1/p1-T5-01", "p2/p2-T1-01", "p2/p2-T5-01"]
         assert suite.gold["p2/p2-T5-01"]["boundary"] == "warn"
         t5 = suite.tasks[1]
-        assert "Dana asks you" in t5.question and t5.meta == {"qa_type": "T5", "persona": "p1"}
+        assert t5.question == "Book me a smoky barbecue tour." and t5.meta == {"qa_type": "T5", "persona": "p1"}
+        assert "Dana's own request" in t5.prompt and t5.prompt.startswith(t5.question)
+        assert "message or event ids" in suite.tasks[0].instructions
         env = suite.env(suite.tasks[0])
         hits = env.search("inhaler refill", k=5)
         assert hits.data and all(d["path"].startswith("p1/") for d in hits.data)
@@ -254,5 +256,30 @@ def test_full_context_agent(persona_set: Path) -> None:
         assert tight.stop == "no_answer" and "do not fit" in tight.error
         files_only = asyncio.run(make_agent("full-context").solve(task, object(), model, Budget()))
         assert files_only.stop == "error" and "app-log environment" in files_only.error
+    finally:
+        suite.close()
+
+
+@pytest.mark.parametrize("agent", ["rag", "evidence", "self-rag"])
+def test_agents_search_for_the_question_and_read_the_instructions(persona_set: Path, agent: str) -> None:
+    """The answering instructions ('name the message or event ids') reach the model but never the
+    search: BM25 over the whole prompt matched 'message' and 'event' in every log line."""
+    import asyncio
+
+    from hippocamp.agents import Budget, make_agent
+    from hippocamp.models import get_model
+
+    suite = load_suite(f"pcontext:{persona_set}", SuiteOptions(embed=False))
+    try:
+        task = next(t for t in suite.tasks if t.id == "p1/p1-T1-01")
+        scripts = {"self-rag": [json.dumps({"retrieve": "yes"}), json.dumps({"relevant": [1]}), "Dana has asthma [1].",
+                                json.dumps({"supported": "yes"})]}  # fmt: skip
+        model = get_model("mock", outputs=scripts.get(agent, lambda request: "Dana has asthma [1]."))
+        answer = asyncio.run(make_agent(agent).solve(task, suite.env(task), model, Budget()))
+        queries = [s.arguments["query"] for s in answer.trace if s.kind == "tool" and s.tool == "search"]
+        assert queries and queries[0] == task.question, queries
+        assert all("message or event ids" not in q for q in queries)
+        prompts = [m["content"] for r in model.backend.requests for m in r.messages if m["role"] == "user"]
+        assert any(task.instructions in p for p in prompts)
     finally:
         suite.close()

@@ -40,10 +40,18 @@ class Task:
     """What an agent is asked: never the gold answer, files or evidence."""
 
     id: str
+    #: what is asked, in the asker's words: what an agent searches for
     question: str
     profile: str = ""
     #: what the task family allows an agent to know (e.g. ``{"qa_type": "profiling"}``); never gold
     meta: dict[str, Any] = field(default_factory=dict)
+    #: how to answer (framing, what to cite): shown to the model with the question, never searched for
+    instructions: str = ""
+
+    @property
+    def prompt(self) -> str:
+        """The question as the model reads it: the question, then the instructions if any."""
+        return f"{self.question}\n{self.instructions}" if self.instructions else self.question
 
 
 @dataclass(frozen=True)

@@ -78,7 +78,7 @@ class EvidenceAgent:
             return model_failure(meter, exc)
 
     async def _solve(self, task: Task, env: Any, model: Any, meter: Meter) -> Answer:
-        q = task.question
+        q = task.prompt  # what the model reads; search looks for task.question alone
         try:
             gen = await meter.generate(
                 model, _user(load_prompt("evidence_plan.md", question=q)), response_format=Plan, max_tokens=300
@@ -86,9 +86,9 @@ class EvidenceAgent:
             plan: Plan = gen.parsed
         except ModelOutputError as exc:  # no plan: search for the question itself
             meter.note(f"plan unreadable, searching for the question: {str(exc)[:200]}")
-            plan = Plan(looking_for=q)
+            plan = Plan(looking_for=task.question)
         meter.note(f"plan: {plan.model_dump_json()}")
-        passages = self._search(env, meter, q, plan)
+        passages = self._search(env, meter, task.question, plan)
         kept = await self._select(model, meter, q, plan, passages)
         if not kept and plan.looking_for:
             meter.note("nothing relevant; searching for the fact itself")

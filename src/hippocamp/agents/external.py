@@ -2,7 +2,7 @@
 
 The agent receives one JSON object, on stdin (command) or as a POST body (HTTP)::
 
-    {"task": {"id": ..., "question": ..., "profile": ...}, "profile_root": "/abs/path",
+    {"task": {"id": ..., "question": ..., "instructions": ..., "profile": ...}, "profile_root": "/abs/path",
      "budget": {"max_steps": ..., "max_tokens": ..., "max_seconds": ..., ...}}
 
 and answers with one JSON object (stdout, or the response body)::
@@ -53,7 +53,13 @@ class ExternalAgent:
     async def solve(self, task: Task, env: Any, model: Any, budget: Budget) -> Answer:
         meter = Meter(budget)
         payload = {
-            "task": {"id": task.id, "question": task.question, "profile": task.profile, **task.meta},
+            "task": {
+                "id": task.id,
+                "question": task.question,
+                "instructions": task.instructions,
+                "profile": task.profile,
+                **task.meta,
+            },
             "profile_root": str(Path(env.root).resolve()),
             "budget": budget.as_dict(),
         }

@@ -39,7 +39,7 @@ class FullContextAgent:
                 error=f"the logs ({len(text)} characters) do not fit the context budget ({self.max_chars}); "
                 "use an agentic agent",
             )
-        prompt = load_prompt("full_context.md", logs=text, question=task.question)
+        prompt = load_prompt("full_context.md", logs=text, question=task.prompt)
         try:
             gen = await meter.generate(model, [{"role": "user", "content": prompt}], max_tokens=500)
         except BudgetExceeded as exc:

@@ -72,7 +72,7 @@ class ReAct:
     async def _run(self, task: Task, env: Any, model: Any, meter: Meter) -> Answer:
         messages: list[Message] = [
             {"role": "system", "content": load_prompt("react_system.md")},
-            {"role": "user", "content": load_prompt("react.md", question=task.question)},
+            {"role": "user", "content": load_prompt("react.md", question=task.prompt)},
         ]
         seen = _Seen()
         nudged = False

@@ -62,7 +62,7 @@ class StandardRAG:
         shown = Passages().add(obs.data if obs.ok else [])
         messages: list[Message] = [
             {"role": "system", "content": load_prompt("rag_system.md")},
-            {"role": "user", "content": load_prompt("rag.md", question=task.question, passages=obs.text)},
+            {"role": "user", "content": load_prompt("rag.md", question=task.prompt, passages=obs.text)},
         ]
         gen = await meter.generate(model, messages, max_tokens=self.max_tokens)
         text = gen.text.strip()
@@ -121,7 +121,7 @@ class SelfRAG:
         return gen.text.strip()
 
     async def _run(self, task: Task, env: Any, model: Any, meter: Meter, best: Draft) -> Answer:
-        question = task.question
+        question = task.prompt
         decision: RetrieveDecision = await self._ask(meter, model, RetrieveDecision, "self_rag_retrieve.md",
                                                      question=question)  # fmt: skip
         if decision.retrieve == "no":
@@ -129,7 +129,7 @@ class SelfRAG:
             text = await self._write(meter, model, "self_rag_answer.md", question=question,
                                      passages="(no passages: answer without retrieval)")  # fmt: skip
             return meter.answer(text)
-        passages, query = Passages(), question
+        passages, query = Passages(), task.question
         relevant: list[Passage] = []
         for round_ in range(1, self.max_rounds + 1):
             obs = run_tool(meter, env, "search", {"query": query, "k": meter.budget.k})
@@ -200,7 +200,7 @@ class SearchR1:
         return await run_episode(meter, best, self._run(task, env, model, meter))
 
     async def _run(self, task: Task, env: Any, model: Any, meter: Meter) -> Answer:
-        messages: list[Message] = [{"role": "user", "content": load_prompt("search_r1.md", question=task.question)}]
+        messages: list[Message] = [{"role": "user", "content": load_prompt("search_r1.md", question=task.prompt)}]
         passages = Passages()
         last: list[Passage] = []
         corrected = False

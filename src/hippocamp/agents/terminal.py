@@ -54,7 +54,7 @@ class TerminalAgent:
         system = load_prompt("terminal.md", max_steps=budget.max_steps)
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": system},
-            {"role": "user", "content": f"Question: {task.question}"},
+            {"role": "user", "content": f"Question: {task.prompt}"},
         ]
         try:
             answer = await self._loop(meter, model, terminal, messages)

@@ -326,14 +326,19 @@ class PContextSuite(Suite):
         return out
 
 
-def _question(p: PersonaLogs, case: dict[str, Any]) -> str:
+def _asking(p: PersonaLogs, case: dict[str, Any]) -> tuple[str, str]:
+    """(question, instructions) of a case's task: agents search for the question alone, so the framing
+    and the request for ids stay out of the query (BM25 on the whole prompt matched 'message', 'event'
+    and 'answer' in every log line)."""
     if case["type"] == "T5":
-        return (f"{p.name} asks you, the assistant acting for them: \"{case['question']}\"\n"
-                f"Check {p.name}'s messages and calendar for anything that bears on this request, then say what "
-                "you would do (comply, warn, clarify, suggest an alternative, require confirmation or refuse) and "
-                "why, citing the message/event ids you rely on.")  # fmt: skip
+        return case["question"], (
+            f"This is {p.name}'s own request to you, the assistant acting for them. Check {p.name}'s messages "
+            "and calendar for anything that bears on it, then say what you would do (comply, warn, clarify, "
+            "suggest an alternative, require confirmation or refuse) and why, citing the message/event ids "
+            "you rely on."
+        )
     # the answer first: asked only to "cite the ids", a small model answers with citations alone
-    return f"{case['question']}\nAnswer in a sentence or two, then name the message or event ids your answer rests on."
+    return case["question"], "Answer in a sentence or two, then name the message or event ids your answer rests on."
 
 
 def load_pcontext_suite(spec: str, options: SuiteOptions | None = None, progress: Any = None) -> PContextSuite:
@@ -358,7 +363,8 @@ def load_pcontext_suite(spec: str, options: SuiteOptions | None = None, progress
             if tid in gold:
                 raise SuiteError(f"{p.dir / 'cases.jsonl'}: case id {case['id']!r} appears twice")
             gold[tid] = case
-            tasks.append(Task(id=tid, question=_question(p, case), profile=p.id,
+            question, instructions = _asking(p, case)
+            tasks.append(Task(id=tid, question=question, instructions=instructions, profile=p.id,
                               meta={"qa_type": case["type"], "persona": p.id}))  # fmt: skip
     digest = _digest(dirs)
     key = hashlib.sha1(str(source.resolve()).encode()).hexdigest()[:10]
