@@ -141,6 +141,21 @@ def _manifest(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def _described(manifest: dict[str, Any]) -> dict[str, Any]:
+    """What a run's manifest says of it: agent, model, suite, dataset hash, epochs, creation time."""
+    config, suite = manifest.get("config", {}), manifest.get("suite", {})
+    model = config.get("model", {})
+    return {
+        "agent": str(config.get("agent", "?")),
+        "model": str(model.get("id", "?") if isinstance(model, dict) else model),
+        "suite": str(suite.get("name") or config.get("suite", {}).get("name", "?")),
+        "suite_spec": str(suite.get("spec", "")),
+        "dataset_sha256": str(config.get("suite", {}).get("dataset_sha256", "")),
+        "epochs": int(config.get("epochs", 1) or 1),
+        "created": str(manifest.get("created", "")),
+    }
+
+
 def _load_pcontext(path: Path, manifest: dict[str, Any], judge_mode: str | None, judge: str | None) -> RunData:
     """A ``pcontext:`` run: its rubric lines (the judge asked for when it has lines, else the one with most)."""
     if not (path / SCORES).is_file():
@@ -159,17 +174,9 @@ def _load_pcontext(path: Path, manifest: dict[str, Any], judge_mode: str | None,
     scored_keys = {(s.task_id, s.agent, s.epoch) for s in lines}
     gold = load_gold(manifest)
     saved = read_saved_summary(path)
-    config, suite = manifest.get("config", {}), manifest.get("suite", {})
-    model = config.get("model", {})
     return RunData(
         path=path,
-        agent=str(config.get("agent", "?")),
-        model=str(model.get("id", "?") if isinstance(model, dict) else model),
-        suite=str(suite.get("name") or config.get("suite", {}).get("name", "?")),
-        suite_spec=str(suite.get("spec", "")),
-        dataset_sha256=str(config.get("suite", {}).get("dataset_sha256", "")),
-        epochs=int(config.get("epochs", 1) or 1),
-        created=str(manifest.get("created", "")),
+        **_described(manifest),
         judge=judge_id,
         mode=mode,
         lines=lines,
@@ -206,18 +213,9 @@ def load_run(run_dir: str | Path, *, judge_mode: str | None = None, judge: str |
     items = with_difficulty(items, [gold[i.id] for i in items])
     episodes = {e.key: e for e in read_episodes(path / "episodes.jsonl").episodes}
     scored_keys = {(s.task_id, s.agent, s.epoch) for s in chosen}
-    config = manifest.get("config", {})
-    suite = manifest.get("suite", {})
-    model = config.get("model", {})
     return RunData(
         path=path,
-        agent=str(config.get("agent", "?")),
-        model=str(model.get("id", "?") if isinstance(model, dict) else model),
-        suite=str(suite.get("name") or config.get("suite", {}).get("name", "?")),
-        suite_spec=str(suite.get("spec", "")),
-        dataset_sha256=str(config.get("suite", {}).get("dataset_sha256", "")),
-        epochs=int(config.get("epochs", 1) or 1),
-        created=str(manifest.get("created", "")),
+        **_described(manifest),
         judge=judge_id,
         mode=mode,
         lines=lines,
