@@ -223,9 +223,65 @@ def test_filler_ablation_as_a_paired_comparison(tmp_path: Path, monkeypatch: pyt
         ("the week before 2023-05-07", "The week before 7 May 2023", True),
         ("May 2023", "7 May 2023", False),
         ("has asthma", "has asthma", True),
+        # LoCoMo's relative temporal gold: a day inside what the label names covers it
+        ("She went on Fri 2023-07-14 [D3:4].", "The Friday before 15 July 2023", True),
+        ("On 15 July 2023.", "The Friday before 15 July 2023", False),
+        ("around 2 June 2023", "The week before 9 June 2023", True),
+        ("on 9 June 2023", "The week before 9 June 2023", False),
+        ("the weekend of 8 July 2023", "two weekends before 17 July 2023", True),
+        ("on 15 July 2023", "two weekends before 17 July 2023", False),
+        ("2023-08-25", "The week of 23 August 2023", True),
+        # yes/no gold with its reasons: the answer's polarity decides ("no" is a stop word to the tokens)
+        ("No, Caroline would not still pursue it.", "Likely no", True),
+        ("Likely yes.", "Likely no", False),
+        ("Caroline would not want to.", "Likely no; since this one went badly", True),
+        ("Yes, Melanie would be considered an ally.", "Yes, she is supportive", True),
+        ("I don't know.", "Likely no", False),
+        ("The logs do not say.", "No", False),
     ],
 )
 def test_covers_reads_dates_in_any_spelling(answer: str, label: str, expected: bool) -> None:
     from hippocamp.scoring.pcontext import covers
 
     assert covers(answer, label) is expected
+
+
+@pytest.mark.parametrize(
+    ("label", "days"),
+    [
+        ("The sunday before 25 May 2023", ("2023-05-21", "2023-05-21")),  # a Thursday
+        ("The Friday before 15 July 2023", ("2023-07-14", "2023-07-14")),  # a Saturday
+        ("the friday before 14 July 2023", ("2023-07-07", "2023-07-07")),  # a Friday: the one before
+        ("The week before 9 June 2023", ("2023-05-29", "2023-06-08")),  # calendar week and seven days
+        ("The weekend before 17 July 2023", ("2023-07-15", "2023-07-16")),  # a Monday
+        ("two weekends before 17 July 2023", ("2023-07-08", "2023-07-09")),
+        ("The week of 23 August 2023", ("2023-08-21", "2023-08-27")),
+        ("the Monday after 3 July 2023", ("2023-07-10", "2023-07-10")),  # a Monday: the next one
+        ("the weekend after 15 July 2023", ("2023-07-22", "2023-07-23")),  # a Saturday
+        ("7 May 2023", None),
+        ("The week before May 2023", None),  # no day to count from
+    ],
+)
+def test_relative_days(label: str, days: tuple[str, str] | None) -> None:
+    from datetime import date
+
+    from hippocamp.scoring.pcontext import relative_days
+
+    want = None if days is None else tuple(date.fromisoformat(d) for d in days)
+    assert relative_days(label) == want
+
+
+def test_list_labels_give_partial_credit() -> None:
+    """An imported list answer is one label per item: naming two of four is partial, all four correct."""
+    from hippocamp.importers.locomo import answer_labels
+
+    labels = answer_labels("pottery, camping, painting, and swimming")
+    assert labels == ["pottery", "camping", "painting", "swimming"]
+    case = {"id": "c", "type": "T2", "labels": labels, "supporting_fragments": ["D1:1"]}
+    two = grade(case, "Painting and pottery classes.", {"D1:1"})
+    assert two.verdict == "partial" and sorted(two.covered) == ["painting", "pottery"] and not two.answer_ok
+    four = grade(case, "She does pottery, camping, painting and swimming.", {"D1:1"})
+    assert four.verdict == "correct" and four.answer_ok
+    for whole in ("Somewhat, but not extremely religious", "Likely no, she does not refer to herself as part of it",
+                  "19 January, 2023", "Adoption agencies"):  # fmt: skip
+        assert answer_labels(whole) == [whole]

@@ -61,6 +61,28 @@ def _sessions(conv: dict[str, Any]) -> list[tuple[int, str]]:
     return sorted(keys)
 
 
+_LIST_SPLIT = re.compile(r"\s*,\s*(?:and\s+|or\s+)?")
+_CLAUSE = re.compile(r"^(?:but|though|although|since|because|so|yet|which|who)\b", re.I)
+
+
+def answer_labels(answer: str) -> list[str]:
+    """The labels an answer must cover: the items of a list answer ("pottery, camping, painting, and
+    swimming" -> four labels, so that naming two of them is partial), else the answer itself. An answer
+    with a figure or date, a yes/no with its reasons ("Likely no; since ...") or a long clause is one label."""
+    text = answer.strip().rstrip(".")
+    if (
+        "," not in text
+        or ";" in text
+        or any(ch.isdigit() for ch in text)
+        or re.match(r"^\W*(likely|yes|no)\b", text, re.I)
+    ):
+        return [answer]
+    parts = [p.strip(" \"'“”") for p in _LIST_SPLIT.split(text)]
+    if len(parts) < 2 or any(not p or len(p.split()) > 6 or _CLAUSE.match(p) for p in parts):
+        return [answer]
+    return parts
+
+
 def _convert(sample: dict[str, Any], n: int, out: Path, result: LocomoImport) -> None:
     conv = sample.get("conversation")
     if not isinstance(conv, dict):
@@ -105,7 +127,7 @@ def _convert(sample: dict[str, Any], n: int, out: Path, result: LocomoImport) ->
         case: dict[str, Any] = {
             "version": 1, "id": f"{pid}-q{qn:03d}", "persona_id": pid, "type": ctype,
             "question": str(q.get("question", "")), "fact_ids": [], "supporting_fragments": evidence,
-            "labels": [] if ctype == "abstain" or answer is None else [str(answer)],
+            "labels": [] if ctype == "abstain" or answer is None else answer_labels(str(answer)),
             "answer": NO_ANSWER if ctype == "abstain" else ("" if answer is None else str(answer)),
             "locomo_category": q.get("category"),
         }  # fmt: skip

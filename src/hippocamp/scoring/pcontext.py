@@ -23,12 +23,13 @@ import json
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
 __all__ = ["Grade", "T5Weights", "cited_ids", "covers", "detect_boundary", "fragment_recall", "grade", "grade_case",
-           "grade_t5", "judge_items", "key_items", "retrieval_recall", "score_pcontext_run", "seen_ids",
-           "summarize"]  # fmt: skip
+           "grade_t5", "judge_items", "key_items", "polarity", "relative_days", "retrieval_recall",
+           "score_pcontext_run", "seen_ids", "summarize"]  # fmt: skip
 
 _STOP = set("a an the of to in on at for and or is are was were be been has have had with by from as it its this "
             "that their his her they he she them who whom what which does do did not no".split())  # fmt: skip
@@ -60,10 +61,96 @@ def _same_day(want: tuple[int | None, ...], got: tuple[int | None, ...]) -> bool
     return (wy is None or gy is None or wy == gy) and wm == gm and (wd is None or wd == gd)
 
 
+_POLARITY = re.compile(r"^\W*(?:(?:most |very )?(?:likely|probably|possibly|perhaps)\W+)?(yes|no)\b", re.I)
+_NEGATION = re.compile(r"\b(?:not|never|no)\b|n['’]t\b", re.I)
+_WEEKDAY = {d: i for i, d in enumerate("monday tuesday wednesday thursday friday saturday sunday".split())}
+_COUNT = {"one": 1, "two": 2, "three": 3, "four": 4}
+_RELATIVE_DAY = re.compile(r"^\W*(?:the\s+)?(?:(?P<n>one|two|three|four|\d)\s+)?(?P<unit>" + "|".join(_WEEKDAY)
+                           + r"|weekend|week)s?\s+(?P<rel>before|after|of)\s+(?P<anchor>.+?)\W*$", re.I)  # fmt: skip
+
+
+def polarity(text: str) -> str | None:
+    """'yes' or 'no' when the text opens with one ("Likely no; ...", "Yes, she is"), else None."""
+    m = _POLARITY.match(text)
+    return m.group(1).lower() if m else None
+
+
+def _answer_polarity(answer: str) -> str | None:
+    """The yes/no an answer gives: its opening yes/no, else its first sentence's negation (or none)."""
+    stated = polarity(answer)
+    if stated:
+        return stated
+    first = re.split(r"(?<=[.!?])\s", answer.strip(), maxsplit=1)[0]
+    if _DECLINE.search(first):  # "I don't know" and "the logs do not say" are neither
+        return None
+    if re.search(r"\b(yes|no)\b", first, re.I):
+        return re.search(r"\b(yes|no)\b", first, re.I).group(1).lower()  # type: ignore[union-attr]
+    return "no" if _NEGATION.search(first) else None
+
+
+def relative_days(label: str) -> tuple[date, date] | None:
+    """The days a relative date label names (LoCoMo's temporal gold: "The Friday before 15 July 2023",
+    "the week before 9 June 2023", "two weekends before 17 July 2023", "the week of 23 August 2023"),
+    as a first and last day, or None for any other label. "The week before D" is the calendar week
+    before D's and the seven days before D (people mean either)."""
+    from hippocamp.text.facts import extract_facts
+
+    m = _RELATIVE_DAY.match(label)
+    if not m:
+        return None
+    days = [r for d in extract_facts(m["anchor"]).dates for r in d.readings if None not in r]
+    if len(days) != 1:
+        return None
+    anchor = date(*days[0])  # type: ignore[arg-type]
+    count = (m["n"] or "1").lower()
+    n = int(count) if count.isdigit() else _COUNT[count]
+    unit, before = m["unit"].lower(), m["rel"].lower() == "before"
+    week, monday = timedelta(weeks=1), anchor - timedelta(days=anchor.weekday())
+    if unit == "week":
+        if m["rel"].lower() == "of":
+            return monday, monday + timedelta(days=6)
+        if before:
+            return monday - n * week, anchor - (n - 1) * week - timedelta(days=1)
+        return anchor + (n - 1) * week + timedelta(days=1), monday + n * week + timedelta(days=6)
+    if m["rel"].lower() == "of":
+        return None
+    target = 6 if unit == "weekend" else _WEEKDAY[unit]  # a weekend is found by its Sunday
+    if before:
+        day = anchor - timedelta(days=(anchor.weekday() - target) % 7 or 7) - (n - 1) * week
+    else:
+        day = anchor + timedelta(days=(target - anchor.weekday()) % 7 or 7) + (n - 1) * week
+        if unit == "weekend" and day - timedelta(days=1) <= anchor:  # its Saturday must be after the anchor
+            day += week
+    return (day - timedelta(days=1), day) if unit == "weekend" else (day, day)
+
+
+def _days_said(answer: str) -> list[date]:
+    from hippocamp.text.facts import extract_facts
+
+    out = []
+    for d in extract_facts(re.sub(r"[\[\]]", " ", answer)).dates:
+        for y, mo, dd in d.readings:
+            if y is not None and mo is not None and dd is not None:
+                try:
+                    out.append(date(y, mo, dd))
+                except ValueError:
+                    continue
+    return out
+
+
 def covers(answer: str, label: str, threshold: float = 0.6) -> bool:
-    """Whether the answer states the label (share of its content words present). A date in the label
-    must be in the answer as the same day in any spelling ("7 May 2023" = "2023-05-07" = "May 7, 2023");
-    the label's other words are then counted as usual."""
+    """Whether the answer states the label (share of its content words present). A label that opens with
+    yes or no ("Likely no; she wants to be a counselor") is covered by an answer of the same polarity,
+    whatever its reasons. A relative date label ("The Friday before 15 July 2023") is covered by a day
+    it names (2023-07-14) or by its own words. A date in the label must be in the answer as the same day
+    in any spelling ("7 May 2023" = "2023-05-07" = "May 7, 2023"); the label's other words are then
+    counted as usual."""
+    want_polarity = polarity(label)
+    if want_polarity:
+        return _answer_polarity(answer) == want_polarity
+    days = relative_days(label)
+    if days and any(days[0] <= d <= days[1] for d in _days_said(answer)):
+        return True
     if any(ch.isdigit() for ch in label):
         from hippocamp.text.facts import extract_facts
 
