@@ -238,6 +238,8 @@ def test_filler_ablation_as_a_paired_comparison(tmp_path: Path, monkeypatch: pyt
         ("Yes, Melanie would be considered an ally.", "Yes, she is supportive", True),
         ("I don't know.", "Likely no", False),
         ("The logs do not say.", "No", False),
+        ("She has no car and bikes everywhere.", "no car", True),  # a label about 'no', not a yes/no
+        ("No.", "no car", False),
     ],
 )
 def test_covers_reads_dates_in_any_spelling(answer: str, label: str, expected: bool) -> None:

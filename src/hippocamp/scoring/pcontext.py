@@ -61,7 +61,7 @@ def _same_day(want: tuple[int | None, ...], got: tuple[int | None, ...]) -> bool
     return (wy is None or gy is None or wy == gy) and wm == gm and (wd is None or wd == gd)
 
 
-_POLARITY = re.compile(r"^\W*(?:(?:most |very )?(?:likely|probably|possibly|perhaps)\W+)?(yes|no)\b", re.I)
+_POLARITY = re.compile(r"^\W*(?:(?:most |very )?(?:likely|probably|possibly|perhaps)\W+)?(yes|no)(?=\s*(?:$|[,;.:!]))", re.I)
 _NEGATION = re.compile(r"\b(?:not|never|no)\b|n['’]t\b", re.I)
 _WEEKDAY = {d: i for i, d in enumerate("monday tuesday wednesday thursday friday saturday sunday".split())}
 _COUNT = {"one": 1, "two": 2, "three": 3, "four": 4}
