@@ -281,5 +281,40 @@ def test_agents_search_for_the_question_and_read_the_instructions(persona_set: P
         assert all("message or event ids" not in q for q in queries)
         prompts = [m["content"] for r in model.backend.requests for m in r.messages if m["role"] == "user"]
         assert any(task.instructions in p for p in prompts)
+        if agent != "self-rag":  # the prompts name the persona's logs, not "the person's files"
+            assert any("Dana's messages and calendar" in p for p in prompts) and not any("files" in p for p in prompts)
+    finally:
+        suite.close()
+
+
+def test_evidence_agent_binds_the_user_to_the_persona(persona_set: Path) -> None:
+    """A plan that says "the user" about a question naming the persona keeps the persona's own passages:
+    the selection is asked about Dana, the person whose logs these are, not about someone else."""
+    import asyncio
+
+    from hippocamp.agents import Budget, make_agent
+    from hippocamp.models import get_model
+    from hippocamp.models.types import ChatRequest
+
+    seen: list[str] = []
+
+    def reply(request: ChatRequest) -> str:
+        prompt = str(request.messages[-1]["content"])
+        seen.append(prompt)
+        if "Plan the search" in prompt:
+            assert 'The person is Dana: a question about Dana is about "the user".' in prompt
+            return json.dumps({"subject": "the user", "looking_for": "a condition", "queries": ["inhaler"]})
+        if "about_someone_else" in prompt:
+            assert "The question is about: Dana (the person whose data this is)" in prompt
+            return json.dumps({"relevant": [1], "about_someone_else": []})
+        return json.dumps({"answer": "Dana has asthma.", "used": [1]})
+
+    suite = load_suite(f"pcontext:{persona_set}", SuiteOptions(embed=False))
+    try:
+        task = next(t for t in suite.tasks if t.id == "p1/p1-T1-01")
+        answer = asyncio.run(make_agent("evidence").solve(task, suite.env(task), get_model("mock", outputs=reply),
+                                                          Budget()))  # fmt: skip
+        assert answer.stop == "answered" and answer.text == "Dana has asthma." and answer.evidence
+        assert len(seen) == 3 and "calendar date" in seen[-1]
     finally:
         suite.close()

@@ -287,3 +287,10 @@ def test_list_labels_give_partial_credit() -> None:
     for whole in ("Somewhat, but not extremely religious", "Likely no, she does not refer to herself as part of it",
                   "19 January, 2023", "Adoption agencies"):  # fmt: skip
         assert answer_labels(whole) == [whole]
+
+
+@pytest.mark.parametrize("answer", ["The files do not show this: no passage about it was found.",
+                                    "Dana's messages and calendar do not show it.", "The logs don't say."])  # fmt: skip
+def test_an_agent_declining_is_an_abstention(answer: str) -> None:
+    case = {"id": "a", "type": "abstain", "adversarial_answer": "self-care", "supporting_fragments": []}
+    assert grade(case, answer, set()).correct

@@ -29,6 +29,7 @@ __all__ = [
     "Step",
     "StopReason",
     "Task",
+    "corpus_values",
     "load_prompt",
 ]
 
@@ -232,6 +233,17 @@ class Agent(Protocol):
 
 
 _PROMPTS = Path(__file__).parent / "prompts"
+
+
+def corpus_values(env: Any) -> dict[str, str]:
+    """How prompts name what an environment holds (``{corpus}``, ``{corpus_long}``) and whose it is
+    (``{owner_line}``: the person "the user" of a question is, when the environment knows)."""
+    owner = getattr(env, "owner", None)
+    return {
+        "corpus": str(getattr(env, "corpus", None) or "the person's files"),
+        "corpus_long": str(getattr(env, "corpus_long", None) or "the person's files"),
+        "owner_line": f'The person is {owner}: a question about {owner} is about "the user".\n' if owner else "",
+    }
 
 
 def load_prompt(name: str, **values: Any) -> str:

@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, Field
 
 from hippocamp.agents._cite import model_failure
-from hippocamp.agents.base import Answer, Budget, BudgetExceeded, EvidenceItem, Meter, Task, load_prompt
+from hippocamp.agents.base import Answer, Budget, BudgetExceeded, EvidenceItem, Meter, Task, corpus_values, load_prompt
 from hippocamp.models.errors import ModelOutputError
 from hippocamp.registry import register
 from hippocamp.text.facts import DateFact, NameFact, NumberFact, TimeFact, unsupported_facts
@@ -79,34 +79,40 @@ class EvidenceAgent:
 
     async def _solve(self, task: Task, env: Any, model: Any, meter: Meter) -> Answer:
         q = task.prompt  # what the model reads; search looks for task.question alone
+        words = corpus_values(env)
+        owner = getattr(env, "owner", None)
         try:
             gen = await meter.generate(
-                model, _user(load_prompt("evidence_plan.md", question=q)), response_format=Plan, max_tokens=300
-            )
+                model, _user(load_prompt("evidence_plan.md", question=q, **words)), response_format=Plan,
+                max_tokens=300,
+            )  # fmt: skip
             plan: Plan = gen.parsed
         except ModelOutputError as exc:  # no plan: search for the question itself
             meter.note(f"plan unreadable, searching for the question: {str(exc)[:200]}")
             plan = Plan(looking_for=task.question)
+        if owner and plan.subject.strip().lower() in ("", "the user", "user", "me", owner.lower()):
+            plan.subject = f"{owner} (the person whose data this is)"
         meter.note(f"plan: {plan.model_dump_json()}")
         passages = self._search(env, meter, task.question, plan)
-        kept = await self._select(model, meter, q, plan, passages)
+        kept = await self._select(model, meter, q, plan, passages, words)
         if not kept and plan.looking_for:
             meter.note("nothing relevant; searching for the fact itself")
             extra = self._search(
                 env, meter, plan.looking_for, Plan(queries=[], subject=plan.subject), start=len(passages)
             )
             passages += extra
-            kept = await self._select(model, meter, q, plan, extra)
+            kept = await self._select(model, meter, q, plan, extra, words)
         if not kept:
-            return meter.answer("The files do not show this: no passage about it was found.", files=[], evidence=[])
-        draft = await self._answer(model, meter, q, plan, kept)
+            where = "The files" if words["corpus"] == "the person's files" else words["corpus"].capitalize()
+            return meter.answer(f"{where} do not show this: no passage about it was found.", files=[], evidence=[])
+        draft = await self._answer(model, meter, q, plan, kept, words)
         used = [p for p in kept if p.id in draft.used] or kept[:3]
         problems = _unsupported(draft.answer, used, plan.aggregate)
         if problems:
             meter.note(f"unsupported in the draft: {problems}")
-            revise = load_prompt("evidence_revise.md", unsupported="; ".join(problems))
+            revise = load_prompt("evidence_revise.md", unsupported="; ".join(problems), **words)
             messages = [
-                *_user(self._answer_prompt(q, plan, kept)),
+                *_user(self._answer_prompt(q, plan, kept, words)),
                 {"role": "assistant", "content": draft.model_dump_json()},
                 {"role": "user", "content": revise},
             ]
@@ -155,7 +161,7 @@ class EvidenceAgent:
         return "\n\n".join(blocks)
 
     async def _select(
-        self, model: Any, meter: Meter, question: str, plan: Plan, passages: list[Passage]
+        self, model: Any, meter: Meter, question: str, plan: Plan, passages: list[Passage], words: dict[str, str]
     ) -> list[Passage]:
         if not passages:
             return []
@@ -165,6 +171,7 @@ class EvidenceAgent:
             looking_for=plan.looking_for or question,
             subject=plan.subject or "the user",
             passages=self._render(passages),
+            **words,
         )
         ids = [p.id for p in passages]
         id_list = {"type": "array", "items": {"type": "integer", "enum": ids}, "maxItems": len(ids)}
@@ -188,7 +195,7 @@ class EvidenceAgent:
             kept.sort(key=lambda p: p.time or "", reverse=True)
         return kept
 
-    def _answer_prompt(self, question: str, plan: Plan, kept: list[Passage]) -> str:
+    def _answer_prompt(self, question: str, plan: Plan, kept: list[Passage], words: dict[str, str]) -> str:
         latest = (
             "Plans and versions may have changed: when passages disagree, the newest one (latest time, "
             "later version, 'final') is the current state.\n"
@@ -197,12 +204,15 @@ class EvidenceAgent:
         )
         aggregate = "Count or add across all the passages that qualify, and show the sum.\n" if plan.aggregate else ""
         return load_prompt(
-            "evidence_answer.md", question=question, passages=self._render(kept), latest=latest, aggregate=aggregate
-        )
+            "evidence_answer.md", question=question, passages=self._render(kept), latest=latest, aggregate=aggregate,
+            **words,
+        )  # fmt: skip
 
-    async def _answer(self, model: Any, meter: Meter, question: str, plan: Plan, kept: list[Passage]) -> Draft:
+    async def _answer(
+        self, model: Any, meter: Meter, question: str, plan: Plan, kept: list[Passage], words: dict[str, str]
+    ) -> Draft:
         gen = await meter.generate(
-            model, _user(self._answer_prompt(question, plan, kept)), response_format=Draft, max_tokens=400
+            model, _user(self._answer_prompt(question, plan, kept, words)), response_format=Draft, max_tokens=400
         )
         return gen.parsed
 

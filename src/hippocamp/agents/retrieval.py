@@ -23,7 +23,7 @@ from hippocamp.agents._cite import (
     run_episode,
     run_tool,
 )
-from hippocamp.agents.base import Answer, Budget, Meter, Task, load_prompt
+from hippocamp.agents.base import Answer, Budget, Meter, Task, corpus_values, load_prompt
 from hippocamp.models.types import Message
 from hippocamp.registry import register
 
@@ -60,9 +60,10 @@ class StandardRAG:
     async def _run(self, task: Task, env: Any, model: Any, meter: Meter) -> Answer:
         obs = run_tool(meter, env, "search", {"query": task.question, "k": meter.budget.k})
         shown = Passages().add(obs.data if obs.ok else [])
+        words = corpus_values(env)
         messages: list[Message] = [
-            {"role": "system", "content": load_prompt("rag_system.md")},
-            {"role": "user", "content": load_prompt("rag.md", question=task.prompt, passages=obs.text)},
+            {"role": "system", "content": load_prompt("rag_system.md", **words)},
+            {"role": "user", "content": load_prompt("rag.md", question=task.prompt, passages=obs.text, **words)},
         ]
         gen = await meter.generate(model, messages, max_tokens=self.max_tokens)
         text = gen.text.strip()

@@ -124,6 +124,12 @@ class FilesEnv:
     """The file tools over one indexed profile: ``store`` is its `hippocamp.store.Store`."""
 
     tools: list[dict[str, Any]] = _SCHEMAS
+    #: what the agent searches, as its prompts name it: briefly, and in full
+    corpus: str = "the person's files"
+    corpus_long: str = ("the files of their own computer (documents, e-mails, calendar, notes, photos with their "
+                        "text, voice memos and videos with their transcripts)")  # fmt: skip
+    #: the name of the person whose data this is, when known ("the user" of a question)
+    owner: str | None = None
 
     def __init__(self, root: Path | str, store: Any, searcher: Any | None = None, *, max_chars: int = 6000,
                  max_list: int = 200):  # fmt: skip

@@ -223,10 +223,15 @@ class AppLogEnv(FilesEnv):
     tools: ClassVar[list[dict[str, Any]]] = [*FilesEnv.tools, *_EXTRA_TOOLS]
 
     def __init__(self, root: Path | str, store: Any, searcher: Any | None = None, *, persona: str | None = None,
-                 **kwargs: Any):  # fmt: skip
+                 owner: str | None = None, **kwargs: Any):  # fmt: skip
         super().__init__(root, store, searcher, **kwargs)
         self.persona = persona
         self._prefix = f"{persona}/" if persona else ""
+        self.owner = owner
+        whose = f"{owner}'s" if owner else "a person's"
+        self.corpus = f"{whose} messages and calendar"
+        self.corpus_long = (f"{whose} messenger conversations and calendar events (each with its id and time; "
+                            "relative days such as 'yesterday' are resolved in brackets)")  # fmt: skip
 
     def _mine(self, path: str) -> bool:
         return path.startswith(self._prefix)
@@ -318,7 +323,8 @@ class PContextSuite(Suite):
         persona = task.meta.get("persona") if task is not None else None
         if persona is None and len(self.personas) == 1:
             persona = next(iter(self.personas))
-        return AppLogEnv(self.root, self.store, self._searcher, persona=persona)
+        owner = self.personas[persona].name if persona in self.personas else None
+        return AppLogEnv(self.root, self.store, self._searcher, persona=persona, owner=owner)
 
     def describe(self) -> dict[str, Any]:
         out = super().describe()

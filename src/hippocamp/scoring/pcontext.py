@@ -34,7 +34,7 @@ __all__ = ["Grade", "T5Weights", "cited_ids", "covers", "detect_boundary", "frag
 _STOP = set("a an the of to in on at for and or is are was were be been has have had with by from as it its this "
             "that their his her they he she them who whom what which does do did not no".split())  # fmt: skip
 _DECLINE = re.compile(r"\b(not (?:mentioned|say|said|stated|specified|known|clear|in the (?:logs|conversation))|"
-                      r"(?:does|do|did)n['’]?t (?:say|mention|tell|specify)|does not (?:say|mention|tell|specify)|"
+                      r"(?:does|do|did)(?:n['’]?t| not) (?:say|mention|tell|specify|show|state|contain)|"
                       r"no (?:information|mention|record|evidence)|cannot (?:tell|determine|find)|can['’]?t (?:tell|"
                       r"determine|find)|unknown|don['’]?t know|unanswerable)\b", re.I)  # fmt: skip
 _BOUNDARY_WORDS: list[tuple[str, re.Pattern[str]]] = [
@@ -61,7 +61,9 @@ def _same_day(want: tuple[int | None, ...], got: tuple[int | None, ...]) -> bool
     return (wy is None or gy is None or wy == gy) and wm == gm and (wd is None or wd == gd)
 
 
-_POLARITY = re.compile(r"^\W*(?:(?:most |very )?(?:likely|probably|possibly|perhaps)\W+)?(yes|no)(?=\s*(?:$|[,;.:!]))", re.I)
+_POLARITY = re.compile(
+    r"^\W*(?:(?:most |very )?(?:likely|probably|possibly|perhaps)\W+)?(yes|no)(?=\s*(?:$|[,;.:!]))", re.I
+)
 _NEGATION = re.compile(r"\b(?:not|never|no)\b|n['’]t\b", re.I)
 _WEEKDAY = {d: i for i, d in enumerate("monday tuesday wednesday thursday friday saturday sunday".split())}
 _COUNT = {"one": 1, "two": 2, "three": 3, "four": 4}
