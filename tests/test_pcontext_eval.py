@@ -306,15 +306,19 @@ def test_evidence_agent_binds_the_user_to_the_persona(persona_set: Path) -> None
             return json.dumps({"subject": "the user", "looking_for": "a condition", "queries": ["inhaler"]})
         if "about_someone_else" in prompt:
             assert "The question is about: Dana (the person whose data this is)" in prompt
-            return json.dumps({"relevant": [1], "about_someone_else": []})
-        return json.dumps({"answer": "Dana has asthma.", "used": [1]})
+            ids = [int(line[1 : line.index("]")]) for line in prompt.splitlines() if line[:1] == "[" and "]" in line
+                   and line[1 : line.index("]")].isdigit()]  # fmt: skip
+            return json.dumps({"relevant": ids, "about_someone_else": ids})  # a small model's "everything"
+        return json.dumps({"answer": "Dana has asthma.", "used": []})
 
     suite = load_suite(f"pcontext:{persona_set}", SuiteOptions(embed=False))
     try:
         task = next(t for t in suite.tasks if t.id == "p1/p1-T1-01")
         answer = asyncio.run(make_agent("evidence").solve(task, suite.env(task), get_model("mock", outputs=reply),
                                                           Budget()))  # fmt: skip
-        assert answer.stop == "answered" and answer.text == "Dana has asthma." and answer.evidence
+        assert answer.stop == "answered" and answer.text == "Dana has asthma."
+        # what Dana wrote stays (about her), Lee's question and the event go as "someone else's"
+        assert [e.locator["position"]["id"] for e in answer.evidence] == ["m2"]
         assert len(seen) == 3 and "calendar date" in seen[-1]
     finally:
         suite.close()

@@ -19,6 +19,7 @@ locators.
 from __future__ import annotations
 
 import json
+import re
 import time
 from typing import Any, ClassVar, Literal
 
@@ -57,6 +58,8 @@ class Passage(BaseModel):
     text: str
     time: str | None = None
     score: float = 0.0
+    #: a message's writer (app logs)
+    sender: str | None = None
 
 
 @register("agent", "evidence")
@@ -149,6 +152,7 @@ class EvidenceAgent:
                 text=h["text"],
                 time=h.get("time"),
                 score=s,
+                sender=h.get("sender"),
             )
             for i, (s, h) in enumerate(ranked)
         ]
@@ -187,6 +191,11 @@ class EvidenceAgent:
             return passages
         relevant = {int(i) for i in gen.parsed.get("relevant", [])}
         elsewhere = {int(i) for i in gen.parsed.get("about_someone_else", [])}
+        # what the subject wrote is about the subject: a small model marks every message of a two-person
+        # conversation as about "someone else"
+        names = {w.lower() for w in re.findall(r"[A-Z][a-z]+", plan.subject or "")} - {"the", "user"}
+        mine = {p.id for p in passages if p.sender and p.sender.split()[0].lower() in names}
+        elsewhere -= mine
         kept = [p for p in passages if p.id in relevant and p.id not in elsewhere]
         dropped = [p.id for p in passages if p.id in relevant and p.id in elsewhere]
         if dropped:

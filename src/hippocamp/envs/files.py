@@ -234,7 +234,10 @@ class FilesEnv:
         for i, h in enumerate(hits, 1):
             seg = h.segment()
             where = seg.where()
-            data.append({"path": h.path, "locator": h.locator, "text": h.text, "where": where, "time": h.time})
+            item = {"path": h.path, "locator": h.locator, "text": h.text, "where": where, "time": h.time}
+            if h.meta.get("sender"):  # a message: who wrote it
+                item["sender"] = str(h.meta["sender"])
+            data.append(item)
             when = f" ({h.time})" if h.time else ""
             blocks.append(f"[{i}] {where}{when}\n{h.text[:700]}")
         text = note + "\n\n".join(blocks) if blocks else f"no results for {query!r}"
