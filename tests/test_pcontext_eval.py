@@ -322,3 +322,16 @@ def test_evidence_agent_binds_the_user_to_the_persona(persona_set: Path) -> None
         assert len(seen) == 3 and "calendar date" in seen[-1]
     finally:
         suite.close()
+
+
+def test_evidence_answer_gets_the_dates_of_its_relative_phrases() -> None:
+    """A small model answers 'Yesterday' beside '[yesterday = Sun 2023-05-07]': the cited passage's
+    resolution is added; an answer with a date, or a phrase no passage resolves, stays as it is."""
+    from hippocamp.agents.evidence import Passage, resolve_relative
+
+    text = "message D1:3 · Caroline → Melanie: went to the group yesterday  [yesterday = Sun 2023-05-07]"
+    used = [Passage(id=1, path="p/m.txt", locator=None, where="p/m.txt", text=text)]
+    assert resolve_relative("Yesterday", used) == "Yesterday (Sun 2023-05-07)"
+    assert resolve_relative("She went yesterday.", used) == "She went yesterday (Sun 2023-05-07)."
+    assert resolve_relative("On 7 May 2023.", used) == "On 7 May 2023."
+    assert resolve_relative("Last week.", used) == "Last week."

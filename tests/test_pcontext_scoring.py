@@ -240,6 +240,13 @@ def test_filler_ablation_as_a_paired_comparison(tmp_path: Path, monkeypatch: pyt
         ("The logs do not say.", "No", False),
         ("She has no car and bikes everywhere.", "no car", True),  # a label about 'no', not a yes/no
         ("No.", "no car", False),
+        # a count or figure of the label must be the answer's
+        ("18 years ago", "10 years ago", False),
+        ("[ten years ago = Thu 2013-06-27]", "10 years ago", True),
+        ("She has 2 cats and a dog.", "Two cats and a dog", True),
+        ("She has cats and a dog.", "Two cats and a dog", False),
+        ("[last year = 2022-01-01..2022-12-31]", "2022", True),
+        ("One-on-one mentoring and training", "One-on-one mentoring and training", True),
     ],
 )
 def test_covers_reads_dates_in_any_spelling(answer: str, label: str, expected: bool) -> None:

@@ -29,7 +29,7 @@ from hippocamp.agents._cite import model_failure
 from hippocamp.agents.base import Answer, Budget, BudgetExceeded, EvidenceItem, Meter, Task, corpus_values, load_prompt
 from hippocamp.models.errors import ModelOutputError
 from hippocamp.registry import register
-from hippocamp.text.facts import DateFact, NameFact, NumberFact, TimeFact, unsupported_facts
+from hippocamp.text.facts import DateFact, NameFact, NumberFact, TimeFact, extract_facts, unsupported_facts
 
 __all__ = ["EvidenceAgent", "Passage"]
 
@@ -123,7 +123,10 @@ class EvidenceAgent:
             draft = gen.parsed
             used = [p for p in kept if p.id in draft.used] or used
         evidence = [EvidenceItem(file_path=p.path, locator=p.locator, text=p.text[: self.chars]) for p in used]
-        return meter.answer(draft.answer.strip(), evidence=evidence)
+        answer = resolve_relative(draft.answer.strip(), used)
+        if answer != draft.answer.strip():
+            meter.note(f"relative time resolved from the cited passages: {answer!r}")
+        return meter.answer(answer, evidence=evidence)
 
     # -- steps -------------------------------------------------------------------------------------
     def _search(self, env: Any, meter: Meter, question: str, plan: Plan, start: int = 0) -> list[Passage]:
@@ -224,6 +227,28 @@ class EvidenceAgent:
             model, _user(self._answer_prompt(question, plan, kept, words)), response_format=Draft, max_tokens=400
         )
         return gen.parsed
+
+
+_RESOLVED = re.compile(r"\[([^\[\]]*?\S = [^\[\]]+?)\]")
+
+
+def resolve_relative(answer: str, used: list[Passage]) -> str:
+    """The answer with the dates of its relative phrases from the cited passages' resolutions: a small
+    model answers "Yesterday" from "[yesterday = Sun 2023-05-07]"; that becomes "Yesterday (Sun 2023-05-07)".
+    An answer that already gives a date is left alone, and so is a phrase the passages do not resolve."""
+    if extract_facts(re.sub(r"[\[\]]", " ", answer)).dates:
+        return answer
+    resolved: dict[str, str] = {}
+    for p in used:
+        for block in _RESOLVED.findall(p.text):
+            for part in block.split("; "):
+                phrase, _, value = part.partition(" = ")
+                resolved.setdefault(phrase.strip().lower(), value.strip())
+    for phrase, value in sorted(resolved.items(), key=lambda kv: -len(kv[0])):
+        m = re.search(rf"\b{re.escape(phrase)}\b", answer, re.I)
+        if m and value:
+            return f"{answer[: m.end()]} ({value}){answer[m.end() :]}"
+    return answer
 
 
 def _user(content: str) -> list[dict[str, Any]]:

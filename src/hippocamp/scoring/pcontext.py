@@ -67,6 +67,9 @@ _POLARITY = re.compile(
 _NEGATION = re.compile(r"\b(?:not|never|no)\b|n['’]t\b", re.I)
 _WEEKDAY = {d: i for i, d in enumerate("monday tuesday wednesday thursday friday saturday sunday".split())}
 _COUNT = {"one": 1, "two": 2, "three": 3, "four": 4}
+_NUMBERS = set("two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+               "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred dozen "
+               "twice".split())  # fmt: skip
 _RELATIVE_DAY = re.compile(r"^\W*(?:the\s+)?(?:(?P<n>one|two|three|four|\d)\s+)?(?P<unit>" + "|".join(_WEEKDAY)
                            + r"|weekend|week)s?\s+(?P<rel>before|after|of)\s+(?P<anchor>.+?)\W*$", re.I)  # fmt: skip
 
@@ -169,7 +172,23 @@ def covers(answer: str, label: str, threshold: float = 0.6) -> bool:
     if not want:
         return False
     have = set(_tokens(answer))
+    if not _numbers_stated(answer, label, have):
+        return False
     return sum(w in have for w in want) / len(want) >= threshold - 1e-9
+
+
+def _numbers_stated(answer: str, label: str, tokens: set[str]) -> bool:
+    """Every count or figure of the label is in the answer, in digits or words ("10 years ago" is not
+    covered by "18 years ago", "Two cats" is by "2 cats"); a year may stand inside a date ("2022-01-01")."""
+    from hippocamp.text.facts import extract_facts
+
+    if not any(ch.isdigit() for ch in label) and not any(w in _NUMBERS for w in re.findall(r"[a-z]+", label.lower())):
+        return True
+    wanted = [n for n in extract_facts(label).numbers if n.text.lower() not in ("one", "a", "an")]
+    if not wanted:
+        return True
+    said = {round(n.magnitude, 6) for n in extract_facts(re.sub(r"[\[\]]", " ", answer)).numbers}
+    return all(round(n.magnitude, 6) in said or (n.value.is_integer() and str(int(n.value)) in tokens) for n in wanted)
 
 
 def detect_boundary(answer: str) -> str | None:
