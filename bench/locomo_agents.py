@@ -24,7 +24,8 @@ import sys
 import time
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev" / "locomo-dev.json"
+from _common import locomo_suite
+
 CATEGORY = {"T1": "single-hop (4)", "T2": "multi-hop (1)", "T3": "temporal (2)", "T4": "open-domain (3)",
             "abstain": "adversarial (5)"}  # fmt: skip
 
@@ -41,19 +42,14 @@ def main() -> None:
     parser.add_argument("--judge", default=None, help="a model that also judges paraphrased key items")
     parser.add_argument("--out", type=Path, default=Path("/tmp/hc-bench-locomo"))
     args = parser.parse_args()
-    if not DATA.is_file():
-        print(f"skipped: {DATA} is not here")
+    suite = locomo_suite(args.out)
+    if suite is None:
         return
-    from hippocamp.importers.locomo import import_locomo
     from hippocamp.models import get_model
-    from hippocamp.runs import SuiteOptions, load_suite, run
+    from hippocamp.runs import run
     from hippocamp.scoring.judge import Judge
     from hippocamp.scoring.run_scores import load_scores, score_run
 
-    personas = args.out / "personas"
-    if not personas.is_dir():
-        import_locomo(DATA, personas)
-    suite = load_suite(f"pcontext:{personas}", SuiteOptions(store=args.out / "store.sqlite"))
     judge = Judge(get_model(args.judge), mode="robust") if args.judge else Judge(None, mode="facts")
     tables: dict[str, dict[str, dict[str, float | None]]] = {}
     for agent in [a.strip() for a in args.agents.split(",") if a.strip()]:

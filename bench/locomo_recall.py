@@ -11,7 +11,8 @@ import statistics
 import time
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev" / "locomo-dev.json"
+from _common import locomo_suite
+
 MODES = ("fts", "vector", "hybrid")
 
 
@@ -20,19 +21,12 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--out", type=Path, default=Path("/tmp/hc-bench-locomo"))
     args = parser.parse_args()
-    if not DATA.is_file():
-        print(f"skipped: {DATA} is not here")
+    began = time.perf_counter()
+    suite = locomo_suite(args.out)
+    if suite is None:
         return
-    from hippocamp.importers.locomo import import_locomo
-    from hippocamp.pcontext.applog import load_pcontext_suite
-    from hippocamp.runs import SuiteOptions
     from hippocamp.store.search import Searcher, SearchFilters
 
-    personas = args.out / "personas"
-    if not personas.is_dir():
-        import_locomo(DATA, personas)
-    began = time.perf_counter()
-    suite = load_pcontext_suite(f"pcontext:{personas}", SuiteOptions(store=args.out / "store.sqlite"))
     print(f"{len(suite.tasks)} cases, indexed and embedded in {time.perf_counter() - began:.1f} s")
     from hippocamp.scoring.pcontext import fragment_recall
 
