@@ -24,8 +24,12 @@ import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import date, timedelta
+from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hippocamp.text.facts import Facts
 
 __all__ = ["Grade", "T5Weights", "cited_ids", "covers", "detect_boundary", "fragment_recall", "grade", "grade_case",
            "grade_t5", "judge_items", "key_items", "polarity", "relative_days", "retrieval_recall",
@@ -74,6 +78,20 @@ _RELATIVE_DAY = re.compile(r"^\W*(?:the\s+)?(?:(?P<n>one|two|three|four|\d)\s+)?
                            + r"|weekend|week)s?\s+(?P<rel>before|after|of)\s+(?P<anchor>.+?)\W*$", re.I)  # fmt: skip
 
 
+@lru_cache(maxsize=4096)
+def _facts(text: str) -> Facts:
+    """`extract_facts`, once per text: `covers` reads an answer's facts for each label and key item."""
+    from hippocamp.text.facts import extract_facts
+
+    return extract_facts(text)
+
+
+def _answer_facts(answer: str) -> Facts:
+    """An answer's facts with its brackets opened (`extract_facts` skips "[...]" as a file reference, and
+    agents write dates there: "[yesterday = Sun 2023-05-07]")."""
+    return _facts(re.sub(r"[\[\]]", " ", answer))
+
+
 def polarity(text: str) -> str | None:
     """'yes' or 'no' when the text opens with one ("Likely no; ...", "Yes, she is"), else None."""
     m = _POLARITY.match(text)
@@ -88,8 +106,9 @@ def _answer_polarity(answer: str) -> str | None:
     first = re.split(r"(?<=[.!?])\s", answer.strip(), maxsplit=1)[0]
     if _DECLINE.search(first):  # "I don't know" and "the logs do not say" are neither
         return None
-    if re.search(r"\b(yes|no)\b", first, re.I):
-        return re.search(r"\b(yes|no)\b", first, re.I).group(1).lower()  # type: ignore[union-attr]
+    said = re.search(r"\b(yes|no)\b", first, re.I)
+    if said:
+        return said.group(1).lower()
     return "no" if _NEGATION.search(first) else None
 
 
@@ -98,12 +117,10 @@ def relative_days(label: str) -> tuple[date, date] | None:
     "the week before 9 June 2023", "two weekends before 17 July 2023", "the week of 23 August 2023"),
     as a first and last day, or None for any other label. "The week before D" is the calendar week
     before D's and the seven days before D (people mean either)."""
-    from hippocamp.text.facts import extract_facts
-
     m = _RELATIVE_DAY.match(label)
     if not m:
         return None
-    days = [r for d in extract_facts(m["anchor"]).dates for r in d.readings if None not in r]
+    days = [r for d in _facts(m["anchor"]).dates for r in d.readings if None not in r]
     if len(days) != 1:
         return None
     anchor = date(*days[0])  # type: ignore[arg-type]
@@ -130,10 +147,8 @@ def relative_days(label: str) -> tuple[date, date] | None:
 
 
 def _days_said(answer: str) -> list[date]:
-    from hippocamp.text.facts import extract_facts
-
     out = []
-    for d in extract_facts(re.sub(r"[\[\]]", " ", answer)).dates:
+    for d in _answer_facts(answer).dates:
         for y, mo, dd in d.readings:
             if y is not None and mo is not None and dd is not None:
                 try:
@@ -157,11 +172,9 @@ def covers(answer: str, label: str, threshold: float = 0.6) -> bool:
     if days and any(days[0] <= d <= days[1] for d in _days_said(answer)):
         return True
     if any(ch.isdigit() for ch in label):
-        from hippocamp.text.facts import extract_facts
-
-        dates = extract_facts(label).dates
+        dates = _facts(label).dates
         if dates:
-            said = [r for d in extract_facts(re.sub(r"[\[\]]", " ", answer)).dates for r in d.readings]
+            said = [r for d in _answer_facts(answer).dates for r in d.readings]
             if not all(any(_same_day(r, x) for r in d.readings for x in said) for d in dates):
                 return False
             for d in dates:
@@ -180,14 +193,12 @@ def covers(answer: str, label: str, threshold: float = 0.6) -> bool:
 def _numbers_stated(answer: str, label: str, tokens: set[str]) -> bool:
     """Every count or figure of the label is in the answer, in digits or words ("10 years ago" is not
     covered by "18 years ago", "Two cats" is by "2 cats"); a year may stand inside a date ("2022-01-01")."""
-    from hippocamp.text.facts import extract_facts
-
     if not any(ch.isdigit() for ch in label) and not any(w in _NUMBERS for w in re.findall(r"[a-z]+", label.lower())):
         return True
-    wanted = [n for n in extract_facts(label).numbers if n.text.lower() not in ("one", "a", "an")]
+    wanted = [n for n in _facts(label).numbers if n.text.lower() not in ("one", "a", "an")]
     if not wanted:
         return True
-    said = {round(n.magnitude, 6) for n in extract_facts(re.sub(r"[\[\]]", " ", answer)).numbers}
+    said = {round(n.magnitude, 6) for n in _answer_facts(answer).numbers}
     return all(round(n.magnitude, 6) in said or (n.value.is_integer() and str(int(n.value)) in tokens) for n in wanted)
 
 
