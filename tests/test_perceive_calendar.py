@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from hippocamp.perceive import PerceiveOptions, perceive_file
@@ -207,7 +208,29 @@ END:VEVENT
     assert len(result.segments) == 200
     assert result.segments[-1].meta["start"] == "2024-07-18T09:15:00+00:00"
     assert result.status == "partial"
-    assert result.notes == ["event 'standup': 400 occurrences within 400 days, kept the first 200"]
+    assert result.notes == ["event 'standup': more than 200 occurrences within 400 days, kept the first 200"]
+
+
+def test_expansion_is_bounded_for_rules_that_repeat_every_second(tmp_path: Path) -> None:
+    """A 400-byte FREQ=SECONDLY rule once took minutes and gigabytes (every second of 800 days was
+    expanded before 200 were kept); BY-lists that multiply occurrences per period are bounded too."""
+    rules = {"sec": "FREQ=SECONDLY", "min": "FREQ=MINUTELY", "expanding": "FREQ=DAILY;BYHOUR=0,1,2,3,4,5,6,7,8,9,"
+             "10,11,12,13,14,15,16,17,18,19,20,21,22,23;BYMINUTE=0,10,20,30,40,50;BYSECOND=0,15,30,45"}  # fmt: skip
+    body = "".join(
+        f"BEGIN:VEVENT\nUID:{uid}\nDTSTAMP:20240801T000000Z\nSUMMARY:{uid}\nDTSTART:20240101T091500Z\n"
+        f"RRULE:{rule}\nEND:VEVENT\n"
+        for uid, rule in rules.items()
+    )
+    rel = _write(tmp_path, "bomb.ics", _calendar(body))
+    began = time.perf_counter()
+    result = perceive_file(tmp_path, rel, PerceiveOptions())
+    assert time.perf_counter() - began < 20  # about a second; minutes before
+    assert len(result.segments) == 600
+    assert sorted(s.meta["start"] for s in result.segments if s.meta["summary"] == "sec")[:2] == [
+        "2024-01-01T09:15:00+00:00",
+        "2024-01-01T09:15:01+00:00",
+    ]
+    assert len(result.notes) == 3 and all("more than 200 occurrences" in n for n in result.notes)
 
 
 def test_free_busy_file(tmp_path: Path) -> None:

@@ -153,17 +153,3 @@ def test_chunked_workers_give_the_same_store_as_one_process(tmp_path: Path):
         assert [s.model_dump() for s in one.segments_of(rel)] == [s.model_dump() for s in two.segments_of(rel)]
     reads = [done for stage, done, _ in seen if stage == "read"]
     assert reads == list(range(1, 32))  # progress still file by file
-
-
-def _crash(root: str, rels: list[str], options: object) -> list[object]:
-    raise RuntimeError("native crash")
-
-
-def test_a_failed_worker_task_records_each_of_its_files(tmp_path: Path, monkeypatch):
-    root = _profile(tmp_path / "p", 12)
-    monkeypatch.setattr(indexer, "_read_chunk", _crash)  # forked workers see it too
-    store = Store(tmp_path / "s.sqlite", root=root)
-    report = index_profile(root, store, IndexOptions(embed=False, workers=2))
-    assert len(report.failed) == 13 and report.added == 13
-    assert all(reason.startswith("reader process failed: RuntimeError") for _, reason in report.failed)
-    assert {r.status for r in store.files().values()} == {"failed"}

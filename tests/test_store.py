@@ -116,7 +116,8 @@ def test_size_cap_and_unreadable_files(tmp_path: Path, profile: Path, monkeypatc
 
     real = os.access
     monkeypatch.setattr(run.os, "access", lambda p, mode: "vet bill" not in str(p) and real(p, mode))
-    report = index_profile(profile, open_store(tmp_path / "b", profile), IndexOptions(embed=False, workers=1))
+    in_process = IndexOptions(embed=False, workers=1, isolate=False)  # the patch lives in this process
+    report = index_profile(profile, open_store(tmp_path / "b", profile), in_process)
     assert dict(report.failed)["Documents/Receipts/vet bill.pdf"] == "permission denied"
 
 

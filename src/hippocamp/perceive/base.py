@@ -72,6 +72,10 @@ class PerceiveOptions:
     ics_window_days: int = 400
     #: depth of nested containers (attachments of attachments)
     max_depth: int = 3
+    #: a zip-based file (DOCX, XLSX, PPTX) whose members unpack to more bytes than this is not read
+    max_unpacked_bytes: int = 256 * 1024 * 1024
+    #: nor one with a member (above 10 MB) that unpacks to more than this many times its packed size
+    max_unpack_ratio: int = 200
 
 
 class Reader(Protocol):

@@ -139,19 +139,31 @@ class IcsReader:
             return []
         window = dt.timedelta(days=ctx.options.ics_window_days)
         mini = _subcalendar(cal, timezones, group)
+        query = recurring_ical_events.of(mini)
+        gap = _rule_gap(master)
+        lo, hi = first - window, first + window
+        # Expanded over a span that holds about as many occurrences as are kept, grown fourfold until
+        # it holds more or reaches the window: a FREQ=SECONDLY rule is never expanded over 400 days.
+        span = window if gap is None else dt.timedelta(seconds=gap * (self.max_occurrences + 1))
         try:
-            occurrences = list(recurring_ical_events.of(mini).between(first - window, first + window))
+            while True:
+                stop = hi if span >= window else min(hi, first + span)
+                occurrences = list(query.between(lo, stop))
+                if len(occurrences) > self.max_occurrences or stop >= hi:
+                    break
+                span *= 4
         except Exception as exc:
             ctx.note(f"event {uid!r}: recurrence not expanded ({type(exc).__name__}: {exc}); first occurrence only")
             seg = self._event_segment(uid, master, master, ctx, calname, recurrence)
             return [] if seg is None else [seg]
+        more = len(occurrences) > self.max_occurrences
         occurrences.sort(key=lambda c: _sort_key(_start_of(c)))
-        if len(occurrences) > self.max_occurrences:
-            ctx.note(
-                f"event {uid!r}: {len(occurrences)} occurrences within {ctx.options.ics_window_days} days, "
-                f"kept the first {self.max_occurrences}"
-            )
+        if more:
             occurrences = occurrences[: self.max_occurrences]
+            ctx.note(
+                f"event {uid!r}: more than {self.max_occurrences} occurrences within {ctx.options.ics_window_days}"
+                f" days, kept the first {self.max_occurrences}"
+            )
         out = []
         for occ in occurrences:
             seg = self._event_segment(uid, occ, master, ctx, calname, recurrence)
@@ -288,6 +300,29 @@ def _subcalendar(cal: Any, timezones: list[Any], components: Iterable[Any]) -> A
     for comp in components:
         mini.add_component(comp)
     return mini
+
+
+_FREQ_SECONDS = {"SECONDLY": 1, "MINUTELY": 60, "HOURLY": 3600, "DAILY": 86400, "WEEKLY": 7 * 86400,
+                 "MONTHLY": 28 * 86400, "YEARLY": 365 * 86400}  # fmt: skip
+
+
+def _rule_gap(master: Any) -> float | None:
+    """A lower bound on the seconds between two occurrences of the series' rules (None: no rule, or
+    one that cannot be read): the rule's period over the product of its BY-lists' lengths, which
+    can only make more occurrences per period."""
+    gaps = []
+    for rule in _as_list(master.get("RRULE")):
+        try:
+            freq = str(_as_list(rule.get("FREQ"))[0]).upper()
+            interval = max(1, int(_as_list(rule.get("INTERVAL") or [1])[0]))
+            per = 1
+            for key, value in rule.items():
+                if key.upper().startswith("BY"):
+                    per *= max(1, len(_as_list(value)))
+            gaps.append(_FREQ_SECONDS[freq] * interval / per)
+        except (KeyError, IndexError, TypeError, ValueError):
+            return None
+    return min(gaps) if gaps else None
 
 
 class _Recurrence(NamedTuple):

@@ -28,6 +28,7 @@ a truncated or corrupt message yields what parses, with a note; a file with no m
 from __future__ import annotations
 
 import email
+import email.parser
 import email.policy
 import email.utils
 import html
@@ -113,7 +114,7 @@ class EmailReader:
 
     def read(self, path: Path, ctx: ReadContext) -> list[Segment]:
         data = path.read_bytes()
-        message = _parse(data)
+        message = _parse(data, ctx)
         if not _looks_like_mail(message):
             raise ReadError("not an email message (no mail headers)")
         return read_message(message, ctx, container=None, label="message")
@@ -134,7 +135,7 @@ class MboxReader:
         with path.open("rb") as fh:
             for index, raw in enumerate(_split_mbox(fh, preamble), start=1):
                 count = index
-                message = _parse(raw)
+                message = _parse(raw, ctx, f"message {index}")
                 if not _looks_like_mail(message):
                     ctx.note(f"message {index}: no mail headers (truncated or not mail): skipped")
                     continue
@@ -210,8 +211,38 @@ class _CachingHeaders(HeaderRegistry):
 POLICY = email.policy.default.clone(header_factory=_CachingHeaders())
 
 
-def _parse(data: bytes) -> EmailMessage:
-    return email.message_from_bytes(data, policy=POLICY)  # type: ignore[return-value]
+#: MIME parts nested deeper than this (messages attached to messages...) are not taken apart
+MAX_MIME_DEPTH = 64
+
+
+def _parse(data: bytes, ctx: ReadContext | None = None, label: str = "message") -> EmailMessage:
+    """The message, its parts taken apart; one nested past `MAX_MIME_DEPTH` levels (Python's parser
+    recurses once per level and fails near a thousand) keeps its headers and its body as raw text."""
+    try:
+        message: EmailMessage = email.message_from_bytes(data, policy=POLICY)  # type: ignore[assignment]
+        if _depth(message) <= MAX_MIME_DEPTH:
+            return message
+        why = f"more than {MAX_MIME_DEPTH} levels deep"
+    except RecursionError:
+        why = "too deep for the parser"
+    if ctx is not None:
+        ctx.note(f"{label}: MIME parts nested {why}: its body was read as raw text")
+    return email.parser.BytesParser(policy=POLICY).parsebytes(data, headersonly=True)  # type: ignore[return-value]
+
+
+def _depth(message: Message) -> int:
+    """How deep parts nest in ``message`` (1: a single part), counted without recursion."""
+    deepest = 0
+    stack: list[tuple[Message, int]] = [(message, 1)]
+    while stack:
+        part, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if deepest > MAX_MIME_DEPTH:
+            break
+        payload = part.get_payload() if part.is_multipart() else None
+        if isinstance(payload, list):
+            stack.extend((child, depth + 1) for child in payload if isinstance(child, Message))
+    return deepest
 
 
 def _looks_like_mail(message: Message) -> bool:

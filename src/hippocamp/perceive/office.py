@@ -42,7 +42,7 @@ from datetime import date, datetime, time, timedelta
 from pathlib import Path
 from typing import Any, ClassVar
 
-from hippocamp.perceive.base import Part, ReadContext, ReadError
+from hippocamp.perceive.base import Part, PerceiveOptions, ReadContext, ReadError
 from hippocamp.perceive.text import MAX_CHARS, HtmlReader, _cut_long, decode_text, read_decoded
 from hippocamp.registry import register
 from hippocamp.schema.locators import CellRange, ItemLocator, LineLocator, RegionLocator, SlideLocator
@@ -74,7 +74,7 @@ def _ole_encrypted(path: Path) -> bool:
     return "EncryptedPackage".encode("utf-16-le") in data or "EncryptionInfo".encode("utf-16-le") in data
 
 
-def _check_zip(path: Path, kind: str, noun: str) -> None:
+def _check_zip(path: Path, kind: str, noun: str, options: PerceiveOptions) -> None:
     """Raise `ReadError` unless ``path`` is a readable zip (OOXML) file; say why it is not."""
     with path.open("rb") as fh:
         head = fh.read(8)
@@ -85,10 +85,32 @@ def _check_zip(path: Path, kind: str, noun: str) -> None:
     if not zipfile.is_zipfile(path):
         raise ReadError(f"not a valid {kind} (zip) file")
     try:
-        with zipfile.ZipFile(path):
-            pass
+        with zipfile.ZipFile(path) as zf:
+            members = zf.infolist()
     except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError) as exc:
         raise ReadError(f"not a valid {kind} (zip) file: {exc}") from None
+    check_unpacked(members, kind, options)
+
+
+def check_unpacked(members: list[zipfile.ZipInfo], kind: str, options: PerceiveOptions) -> None:
+    """Refuse a zip whose members would unpack past the limits (a zip bomb): in all above
+    ``options.max_unpacked_bytes``, or one member above ``options.max_unpack_ratio`` times its packed
+    size (and above 10 MB). The sizes are the ones the zip declares; Python's zipfile never unpacks a
+    member past its declared size, so a zip cannot lie its way past this check."""
+    total = 0
+    for info in members:
+        total += info.file_size
+        packed = max(info.compress_size, 1)
+        if info.file_size > 10_000_000 and info.file_size / packed > options.max_unpack_ratio:
+            raise ReadError(
+                f"not read: {kind} member {info.filename!r} unpacks {info.file_size / packed:,.0f} times its size "
+                f"({info.file_size / 1e6:,.0f} MB; limit {options.max_unpack_ratio:,}x): a zip bomb?"
+            )
+    if total > options.max_unpacked_bytes:
+        raise ReadError(
+            f"not read: the {kind} unpacks to {total / 1e6:,.0f} MB, above the limit of "
+            f"{options.max_unpacked_bytes / 1e6:,.0f} MB"
+        )
 
 
 def _library_error(kind: str, exc: Exception) -> ReadError:
@@ -295,7 +317,7 @@ class DocxReader:
     parts: ClassVar[tuple[Part, ...]] = ()
 
     def read(self, path: Path, ctx: ReadContext) -> list[Segment]:
-        _check_zip(path, "DOCX", "document")
+        _check_zip(path, "DOCX", "document", ctx.options)
         try:
             import docx
         except ImportError:
@@ -501,14 +523,27 @@ class _Grid:
     formulas: dict[int, list[tuple[int, str]]] = field(default_factory=dict)  # row -> [(column, formula)]
     meta: dict[str, Any] = field(default_factory=dict)
 
+    #: cells past the last column a spreadsheet can have (XFD) are dropped, and counted
+    cut: int = 0
+
     def add(self, number: int, values: list[str]) -> None:
+        if len(values) > MAX_COLUMNS:
+            self.cut += 1
+            del values[MAX_COLUMNS:]
         while values and not values[-1].strip():
             values.pop()
         if values:
             self.rows.append((number, values))
 
 
+#: columns of a sheet (A..XFD): a CSV row with more cells is cut there, with a note
+MAX_COLUMNS = 16384
+
+
 def _grid_segments(grid: _Grid, ctx: ReadContext) -> list[Segment]:
+    if grid.cut:
+        where = f"sheet {grid.sheet!r}: " if grid.sheet else ""
+        ctx.note(f"{where}{grid.cut} row(s) longer than {MAX_COLUMNS:,} columns (XFD): the cells past XFD not read")
     if not grid.rows:
         return []
     first_col = min(next(i for i, v in enumerate(vals) if v.strip()) for _, vals in grid.rows) + 1
@@ -569,7 +604,7 @@ class XlsxReader:
         if head == _OLE_MAGIC and not _ole_encrypted(path):
             ctx.note("a legacy .xls workbook under an .xlsx name: read as XLS")
             return XlsReader().read(path, ctx)
-        _check_zip(path, "XLSX", "workbook")
+        _check_zip(path, "XLSX", "workbook", ctx.options)
         grids, missing = _xlsx_grids(path)
         if missing:
             ctx.note(f"{missing} formula cell(s) have no cached value (never calculated): formula text kept")
@@ -831,7 +866,7 @@ class PptxReader:
     parts: ClassVar[tuple[Part, ...]] = ()
 
     def read(self, path: Path, ctx: ReadContext) -> list[Segment]:
-        _check_zip(path, "PPTX", "presentation")
+        _check_zip(path, "PPTX", "presentation", ctx.options)
         try:
             from pptx import Presentation
         except ImportError:

@@ -8,6 +8,7 @@ reader get metadata only (modality ``other`` when the type is unknown).
 
 from __future__ import annotations
 
+import errno
 import functools
 import hashlib
 import os
@@ -103,11 +104,21 @@ def _sha256(path: Path, size: int) -> str:
 
 
 def _outside(root: Path, path: Path) -> bool:
-    try:
-        path.resolve().relative_to(root.resolve())
-        return False
-    except ValueError:
-        return True
+    target = os.path.realpath(path)  # never raises: a loop resolves to some path, checked below
+    base = os.path.realpath(root)
+    return not (target == base or target.startswith(base.rstrip(os.sep) + os.sep))
+
+
+_SPECIAL = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+            (stat.S_ISBLK, "a block device"))  # fmt: skip
+
+
+def _special(mode: int) -> str | None:
+    """What a file that is not a regular file is (never opened: reading a FIFO waits forever)."""
+    for test, what in _SPECIAL:
+        if test(mode):
+            return what
+    return None if stat.S_ISREG(mode) else "not a regular file"
 
 
 def perceive_file(root: Path, rel: str, options: PerceiveOptions | None = None, hash_file: bool = True) -> FileResult:
@@ -125,11 +136,18 @@ def perceive_file(root: Path, rel: str, options: PerceiveOptions | None = None, 
             return FileResult(
                 rel, None, modality, "skipped", reason="symlink pointing outside the profile (not followed)"
             )
-        st = None  # a symlink inside the profile: what it points at is read
+        try:
+            st = os.stat(path)  # a symlink inside the profile: what it points at is read
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                return FileResult(rel, None, modality, "skipped", reason="symlink loop (not followed)")
+            return FileResult(rel, None, modality, "failed", reason=f"cannot stat: {exc.strerror or 'error'}")
+    if st is not None and (what := _special(st.st_mode)) is not None:
+        return FileResult(rel, None, modality, "skipped", reason=f"{what}, not a file: not opened")
     try:
         info = file_info(path, st, ext)
     except OSError as exc:
-        return FileResult(rel, None, modality, "failed", reason=f"cannot stat: {exc.strerror or exc}")
+        return FileResult(rel, None, modality, "failed", reason=f"cannot stat: {exc.strerror or type(exc).__name__}")
     result = FileResult(rel, info, modality, "ok")
     if not os.access(path, os.R_OK):
         result.status, result.reason = "failed", "permission denied"
@@ -141,7 +159,7 @@ def perceive_file(root: Path, rel: str, options: PerceiveOptions | None = None, 
         try:
             result.sha256 = _sha256(path, info.size)
         except OSError as exc:
-            result.status, result.reason = "failed", f"cannot read: {exc.strerror or exc}"
+            result.status, result.reason = "failed", f"cannot read: {exc.strerror or type(exc).__name__}"
             return result
     if info.size > options.max_bytes:
         result.status = "skipped"
@@ -157,18 +175,31 @@ def perceive_file(root: Path, rel: str, options: PerceiveOptions | None = None, 
         segments = reader.read(path, ctx)
     except ReadError as exc:
         result.status, result.reason, result.notes = "failed", str(exc), ctx.notes
-        return result
+        return _unrooted(result, root)
     except MemoryError:
         result.status, result.reason = "failed", "out of memory while reading"
         return result
     except Exception as exc:  # a reader bug or a library choking on odd input: recorded, the run goes on
         result.status, result.reason = "failed", f"{reader.name} reader failed: {type(exc).__name__}: {exc}"
         result.notes = ctx.notes
-        return result
+        return _unrooted(result, root)
     result.segments = _number([s for s in segments if s.text.strip() or s.meta])
     result.notes = ctx.notes
     if ctx.notes:
         result.status = "partial"
+    return _unrooted(result, root)
+
+
+def _unrooted(result: FileResult, root: Path) -> FileResult:
+    """The result with the host's path of the profile taken out of its reason and notes (libraries
+    name the file they choked on by its absolute path): ``/home/ann/profile/Audio/x.mp3`` becomes
+    ``Audio/x.mp3``."""
+    base = str(root).rstrip(os.sep) + os.sep
+    resolved = os.path.realpath(root).rstrip(os.sep) + os.sep
+    if result.reason and (base in result.reason or resolved in result.reason):
+        result.reason = result.reason.replace(base, "").replace(resolved, "")
+    if any(base in n or resolved in n for n in result.notes):
+        result.notes = [n.replace(base, "").replace(resolved, "") for n in result.notes]
     return result
 
 
@@ -197,16 +228,21 @@ def _read_nested(name: str, data: bytes, within: list[Locator], parent: ReadCont
     with tempfile.TemporaryDirectory(prefix="hippocamp-nested-") as tmp:
         target = Path(tmp) / (Path(name).name or f"attachment.{ext}")
         target.write_bytes(data)
+        here = str(target)
+
+        def said(text: object) -> str:  # the temporary copy's path is nobody's business
+            return str(text).replace(here, name)
+
         try:
             segments = reader.read(target, ctx)
         except ReadError as exc:
-            parent.note(f"attachment {name!r} could not be read: {exc}")
+            parent.note(f"attachment {name!r} could not be read: {said(exc)}")
             return []
         except Exception as exc:  # same policy as top-level files
-            parent.note(f"attachment {name!r}: {reader.name} reader failed: {type(exc).__name__}: {exc}")
+            parent.note(f"attachment {name!r}: {reader.name} reader failed: {type(exc).__name__}: {said(exc)}")
             return []
     for note in ctx.notes:
-        parent.note(f"attachment {name!r}: {note}")
+        parent.note(f"attachment {name!r}: {said(note)}")
     modality = modality_of(name) or "other"
     for seg in segments:
         seg.meta.setdefault("attachment", name)

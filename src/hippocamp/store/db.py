@@ -22,6 +22,7 @@ from typing import Any
 
 from hippocamp.paths import cache_dir
 from hippocamp.schema.segment import Segment
+from hippocamp.text.names import clean_text, raw_name, shown_name
 
 __all__ = ["STORE_VERSION", "FileRow", "Store", "StoreError", "default_store_path"]
 
@@ -45,7 +46,8 @@ CREATE TABLE IF NOT EXISTS files (
     reason TEXT,
     notes TEXT NOT NULL DEFAULT '[]',
     segments INTEGER NOT NULL DEFAULT 0,
-    indexed_at REAL NOT NULL
+    indexed_at REAL NOT NULL,
+    raw BLOB
 );
 CREATE TABLE IF NOT EXISTS segments (
     id INTEGER PRIMARY KEY,
@@ -131,6 +133,9 @@ class Store:
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.execute("PRAGMA foreign_keys=ON")
             self.db.executescript(_SCHEMA)
+            columns = {row[1] for row in self.db.execute("PRAGMA table_info(files)")}
+            if "raw" not in columns:  # a store made before names of any bytes were kept
+                self.db.execute("ALTER TABLE files ADD COLUMN raw BLOB")
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{path}: not a hippocamp store ({exc})") from None
         self._lock = threading.RLock()
@@ -206,7 +211,26 @@ class Store:
 
     def put_files(self, items: list[tuple[Any, int | None, int | None, str | None]]) -> list[int]:
         """Several files in one transaction (one commit for many small files); returns their ids. The
-        segments and their FTS rows of the whole batch go in with one statement each."""
+        segments and their FTS rows of the whole batch go in with one statement each.
+
+        A file name that is not UTF-8 is stored as shown (``bad\\xff.txt``) with its bytes in ``raw``;
+        text that cannot be stored as it is (lone surrogates) is stored escaped. Should a batch still
+        fail, its files are stored one by one, and a file that cannot be stored at all is recorded as
+        failed with the reason: one bad file never costs the others."""
+        try:
+            return self._put_batch(items, clean=False)
+        except UnicodeEncodeError:
+            pass  # text with lone surrogates somewhere in the batch (rare): store it escaped
+        try:
+            return self._put_batch(items, clean=True)
+        except (sqlite3.Error, ValueError, OverflowError, TypeError) as exc:
+            if len(items) == 1:
+                return self._put_batch([_unstorable(items[0], exc)], clean=True)
+        return [self.put_files([item])[0] for item in items]
+
+    def _put_batch(self, items: list[tuple[Any, int | None, int | None, str | None]], clean: bool) -> list[int]:
+        if clean:
+            items = [(_cleaned(item[0]), *item[1:]) for item in items]
         with self.transaction() as db:
             next_id = db.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM segments").fetchone()[0]
             segments: list[tuple[Any, ...]] = []
@@ -218,10 +242,11 @@ class Store:
                     self._insert_segments(db, segments, fts)
                     segments, fts = [], []
                 seen.add(item[0].path)
-                file_id, rows = self._put(db, *item, first_id=next_id)
+                file_id, rows = self._put(db, *item, first_id=next_id, clean=clean)
                 next_id += len(rows)
                 segments.extend(rows)
-                fts.extend((row[0], row[4], item[0].path) for row in rows)
+                path = shown_name(item[0].path)
+                fts.extend((row[0], row[4], path) for row in rows)
                 ids.append(file_id)
             self._insert_segments(db, segments, fts)
             return ids
@@ -243,24 +268,28 @@ class Store:
         size: int | None,
         signature: str | None,
         first_id: int,
+        clean: bool = False,
     ) -> tuple[int, list[tuple[Any, ...]]]:
         """Replace the file's row; returns its id and the rows of its segments (ids from ``first_id``)
         for the caller to insert with the rest of the batch."""
         info = result.info
-        old = db.execute("SELECT id FROM files WHERE path = ?", (result.path,)).fetchone()
+        path = shown_name(result.path)
+        raw = raw_name(result.path) if path is not result.path else None
+        old = db.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
         if old is not None:
             self._delete_segments(db, old[0])
             db.execute("DELETE FROM files WHERE id = ?", (old[0],))
         cur = db.execute(
             "INSERT INTO files (path, size, mtime_ns, sha256, modality, type, created, modified, status, reader,"
-            " signature, reason, notes, segments, indexed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " signature, reason, notes, segments, indexed_at, raw)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
-                result.path,
+                path,
                 info.size if info else size,
                 mtime_ns,
                 result.sha256,
                 result.modality,
-                info.type if info else Path(result.path).suffix.lstrip(".").lower(),
+                shown_name(info.type) if info else Path(path).suffix.lstrip(".").lower(),
                 info.created.isoformat() if info and info.created else None,
                 info.modified.isoformat() if info and info.modified else None,
                 result.status,
@@ -270,10 +299,12 @@ class Store:
                 json.dumps(result.notes, ensure_ascii=False),
                 len(result.segments),
                 time.time(),
+                raw,
             ),
         )
         file_id = int(cur.lastrowid or 0)
         fallback = info.modified.isoformat() if info and info.modified else None
+        dumps = (lambda value: clean_text(_dumps(value))) if clean else _dumps
         rows = [
             (
                 first_id + n,
@@ -281,14 +312,22 @@ class Store:
                 seg.ordinal,
                 seg.modality,
                 seg.text,
-                None if seg.locator is None else _dumps(seg.locator.dump()),
-                _dumps([w.dump() for w in seg.within]) if seg.within else "[]",
-                _dumps(seg.meta) if seg.meta else "{}",
+                None if seg.locator is None else dumps(seg.locator.dump()),
+                dumps([w.dump() for w in seg.within]) if seg.within else "[]",
+                dumps(seg.meta) if seg.meta else "{}",
                 _segment_time(seg, fallback),
             )
             for n, seg in enumerate(result.segments)
         ]
         return file_id, rows
+
+    def real_name(self, path: str) -> str:
+        """The name a stored file has on disk (as Python spells it: undecodable bytes as surrogates),
+        for a name as stored and shown."""
+        row = self.db.execute("SELECT raw FROM files WHERE path = ?", (path,)).fetchone()
+        if row is None or row[0] is None:
+            return path
+        return bytes(row[0]).decode("utf-8", "surrogateescape")
 
     def touch_file(self, path: str, mtime_ns: int) -> None:
         """A file whose content did not change (same sha256) but whose mtime did."""
@@ -359,6 +398,43 @@ class Store:
     def clear_vectors(self) -> None:
         with self.transaction() as db:
             db.execute("DELETE FROM vectors")
+
+
+def _cleaned(result: Any) -> Any:
+    """A copy of a `FileResult` whose text, notes and segment fields encode as UTF-8."""
+    import dataclasses
+
+    def clean(value: Any) -> Any:
+        if isinstance(value, str):
+            return clean_text(value)
+        if isinstance(value, dict):
+            return {clean(k): clean(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [clean(v) for v in value]
+        return value
+
+    segments = []
+    for seg in result.segments:
+        seg = seg.model_copy()
+        seg.text = clean_text(seg.text)
+        seg.meta = clean(seg.meta)
+        segments.append(seg)
+    return dataclasses.replace(
+        result,
+        reason=None if result.reason is None else clean_text(result.reason),
+        notes=[clean_text(n) for n in result.notes],
+        segments=segments,
+    )
+
+
+def _unstorable(item: tuple[Any, int | None, int | None, str | None], exc: Exception) -> tuple[Any, ...]:
+    """A file whose segments could not be stored: kept as a failed file without them."""
+    import dataclasses
+
+    result = dataclasses.replace(
+        item[0], status="failed", segments=[], reason=f"could not be stored: {type(exc).__name__}: {exc}"
+    )
+    return (result, *item[1:])
 
 
 def _row_dict(r: tuple[Any, ...]) -> dict[str, Any]:

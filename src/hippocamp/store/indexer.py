@@ -16,8 +16,7 @@ import json
 import os
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -25,12 +24,13 @@ import numpy as np
 from hippocamp import __version__
 from hippocamp.models.errors import ModelNotAvailableError
 from hippocamp.models.local_models import sha256_of
-from hippocamp.paths import process_context
 from hippocamp.perceive.base import PerceiveOptions
 from hippocamp.perceive.run import FileResult, perceive_file, reader_for
+from hippocamp.perceive.wall import ReaderPool, ReadLimits, shippable_readers
 from hippocamp.schema.filetypes import extension, modality_of
 from hippocamp.store.db import Store
 from hippocamp.store.gold import GoldIndex
+from hippocamp.text.names import shown_name
 
 __all__ = ["IndexOptions", "IndexReport", "Progress", "index_profile", "walk_profile"]
 
@@ -55,6 +55,11 @@ class IndexOptions:
     gold_dir: Path | None = None
     #: read again files that failed last time even if unchanged
     retry_failed: bool = False
+    #: read every file behind the wall (worker processes with time and memory limits); False reads in
+    #: this process with no limits but the readers' own (for trusted files, and tests of the readers)
+    isolate: bool = True
+    #: the wall's limits per file
+    limits: ReadLimits = field(default_factory=ReadLimits)
 
 
 @dataclass
@@ -79,39 +84,69 @@ class Entry:
     size: int
     mtime_ns: int
     skip_reason: str | None = None
+    #: its name is shown like an earlier file's: reported, never stored (it would replace that file's row)
+    shadowed: bool = False
 
 
 def walk_profile(root: Path, ignore: tuple[str, ...] = (".hippocamp",)) -> list[Entry]:
-    """Every file under ``root`` (sorted), symlinked folders reported and not followed."""
+    """Every file under ``root`` (sorted), symlinked folders reported and not followed.
+
+    The walk is iterative (a tree thousands of levels deep is walked, not a RecursionError), names of
+    any bytes are kept as Python gives them (see `hippocamp.text.names`), and a folder that cannot
+    be listed is reported as an entry with the reason.
+    """
     root = root.resolve()
     entries: list[Entry] = []
-    for dirpath, dirs, files in os.walk(root, followlinks=False):
-        base = Path(dirpath)
-        for name in list(dirs):
-            full = base / name
-            if name in ignore:
-                dirs.remove(name)
-            elif full.is_symlink():
-                dirs.remove(name)
-                target = os.path.realpath(full)
-                inside = target == str(root) or target.startswith(str(root) + os.sep)
-                why = (
-                    "symlinked folder inside the profile (not followed)"
-                    if inside
-                    else "symlink to a folder outside the profile (not followed)"
-                )
-                entries.append(Entry(full.relative_to(root).as_posix(), 0, 0, why))
-        for name in files:
-            full = base / name
-            rel = full.relative_to(root).as_posix()
+    stack: list[str] = [""]  # folders still to list, profile-relative ("" is the root)
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(os.path.join(root, folder) if folder else root) as it:
+                items = list(it)
+        except OSError as exc:
+            if folder:
+                entries.append(Entry(folder, 0, 0, f"cannot list folder: {exc.strerror or type(exc).__name__}"))
+            continue
+        for item in items:
+            rel = f"{folder}/{item.name}" if folder else item.name
             try:
-                st = full.stat() if not full.is_symlink() else full.lstat()
+                if item.is_dir(follow_symlinks=False):
+                    if item.name not in ignore:
+                        stack.append(rel)
+                    continue
+                if item.is_symlink() and os.path.isdir(item.path):
+                    target = os.path.realpath(item.path)
+                    inside = target == str(root) or target.startswith(str(root) + os.sep)
+                    why = (
+                        "symlinked folder inside the profile (not followed)"
+                        if inside
+                        else "symlink to a folder outside the profile (not followed)"
+                    )
+                    entries.append(Entry(rel, 0, 0, why))
+                    continue
+                st = item.stat(follow_symlinks=not item.is_symlink())
             except OSError as exc:
-                entries.append(Entry(rel, 0, 0, f"cannot stat: {exc.strerror or exc}"))
+                entries.append(Entry(rel, 0, 0, f"cannot stat: {exc.strerror or type(exc).__name__}"))
                 continue
             entries.append(Entry(rel, st.st_size, st.st_mtime_ns))
     entries.sort(key=lambda e: e.rel)
-    return entries
+    return _unique_names(entries)
+
+
+def _unique_names(entries: list[Entry]) -> list[Entry]:
+    """Two names that are shown the same (``a\\xff`` typed out, and the byte 0xff) cannot both be
+    stored under that name: the second is reported, not read."""
+    seen: set[str] = set()
+    out: list[Entry] = []
+    for entry in entries:
+        key = shown_name(entry.rel)
+        if key in seen:
+            why = f"its name is shown as {key!r}, like another file's: not read"
+            out.append(Entry(entry.rel, entry.size, entry.mtime_ns, why, shadowed=True))
+            continue
+        seen.add(key)
+        out.append(entry)
+    return out
 
 
 def signature(rel: str, options: PerceiveOptions, gold: bool = False) -> str:
@@ -126,11 +161,6 @@ def signature(rel: str, options: PerceiveOptions, gold: bool = False) -> str:
 @functools.lru_cache(maxsize=16)
 def _options_digest(options: PerceiveOptions) -> str:
     return hashlib.sha1(json.dumps(asdict(options), sort_keys=True).encode()).hexdigest()[:8]
-
-
-def _read_chunk(root: str, rels: list[str], options: PerceiveOptions) -> list[FileResult]:
-    """Several files read by one task of a worker process (one round trip for many small files)."""
-    return [perceive_file(Path(root), rel, options) for rel in rels]
 
 
 #: a task of a worker process reads up to this many files, or fewer once they add up to CHUNK_BYTES
@@ -183,8 +213,8 @@ def index_profile(
     report = IndexReport()
     entries = walk_profile(root)
     report.scanned = len(entries)
-    known = store.files()
-    present = {e.rel for e in entries}
+    known = store.files()  # keyed by the name as shown (a name of any bytes is stored escaped, and raw)
+    present = {shown_name(e.rel) for e in entries}
     vanished = [p for p in known if p not in present]
     report.removed = store.remove_files(vanished)
     gold = GoldIndex.load(options.gold_dir) if options.gold_dir else None
@@ -193,11 +223,11 @@ def index_profile(
     todo: list[Entry] = []
     for i, entry in enumerate(entries):
         progress("scan", i + 1, len(entries), entry.rel)
-        row = known.get(entry.rel)
+        row = known.get(shown_name(entry.rel))
         if entry.skip_reason is not None:
-            if row is None or row.reason != entry.skip_reason:
+            if not entry.shadowed and (row is None or row.reason != entry.skip_reason):
                 store.put_file(_skipped(entry), None)
-            report.failed.append((entry.rel, entry.skip_reason))
+            report.failed.append((shown_name(entry.rel), entry.skip_reason))
             continue
         if row is None:
             todo.append(entry)
@@ -210,7 +240,7 @@ def index_profile(
         if row.size == entry.size and row.mtime_ns == entry.mtime_ns and not retry:
             report.unchanged += 1
             if row.status in ("failed", "skipped") and row.reason:
-                report.failed.append((entry.rel, row.reason))
+                report.failed.append((shown_name(entry.rel), row.reason))
             continue
         if row.sha256 and row.size == entry.size and not retry:
             try:
@@ -218,7 +248,7 @@ def index_profile(
             except OSError:
                 same = False
             if same:
-                store.touch_file(entry.rel, entry.mtime_ns)
+                store.touch_file(shown_name(entry.rel), entry.mtime_ns)
                 report.unchanged += 1
                 continue
         todo.append(entry)
@@ -238,14 +268,14 @@ def index_profile(
         pending.append((result, entry.mtime_ns, entry.size, sig))
         if len(pending) >= COMMIT_FILES or time.monotonic() - last_flush >= COMMIT_SECONDS:
             flush()
-        if entry.rel in known:
+        if shown_name(entry.rel) in known:
             report.updated += 1
         else:
             report.added += 1
         report.segments += len(result.segments)
         if result.status in ("failed", "skipped") and result.reason:
-            report.failed.append((entry.rel, result.reason))
-        report.notes.extend((entry.rel, note) for note in result.notes)
+            report.failed.append((shown_name(entry.rel), result.reason))
+        report.notes.extend((shown_name(entry.rel), note) for note in result.notes)
 
     perceive_todo = []
     for entry in todo:
@@ -284,47 +314,27 @@ def _read_all(
     total = len(entries)
     if total == 0:
         return
-    if options.workers <= 1 or total == 1:
+    if not options.isolate:
         for i, entry in enumerate(entries):
             progress("read", i, total, entry.rel)
             record(entry, perceive_file(root, entry.rel, options.perceive))
         progress("read", total, total, None)
         return
-    done = 0
-    pending: dict[Future[list[FileResult]], list[Entry]] = {}
-    queue = iter(_chunks(entries, options.workers))
-
-    def submit(chunk: list[Entry]) -> None:
-        pending[pool.submit(_read_chunk, str(root), [e.rel for e in chunk], options.perceive)] = chunk
-
-    with ProcessPoolExecutor(max_workers=options.workers, mp_context=process_context()) as pool:  # type: ignore[arg-type]
-        try:
-            for chunk in queue:  # keep a bounded number of tasks in flight
-                submit(chunk)
-                if len(pending) >= options.workers * 2:
-                    break
-            while pending:
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    chunk = pending.pop(future)
-                    try:
-                        results = future.result()
-                    except Exception as exc:  # a worker died (e.g. a native crash): recorded, the run goes on
-                        results = [
-                            FileResult(entry.rel, None, modality_of(entry.rel) or "other", "failed",
-                                       reason=f"reader process failed: {type(exc).__name__}: {exc}")
-                            for entry in chunk
-                        ]  # fmt: skip
-                    for entry, result in zip(chunk, results, strict=True):
-                        record(entry, result)
-                        done += 1
-                        progress("read", done, total, entry.rel)
-                    nxt = next(queue, None)
-                    if nxt is not None:
-                        submit(nxt)
-        except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
+    _, local = shippable_readers()
+    if local:  # readers registered at run time that cannot be sent to a worker: read here, no wall
+        here = [e for e in entries if (r := reader_for(extension(e.rel))) is not None and r.name in local]
+        if here:
+            _read_all(root, here, replace(options, isolate=False), record, progress)
+            done_here = set(here)
+            entries = [e for e in entries if e not in done_here]
+            total = len(entries)
+    by_rel = {entry.rel: entry for entry in entries}
+    tasks = [[(entry.rel, entry.size) for entry in chunk] for chunk in _chunks(entries, options.workers)]
+    with ReaderPool(root, options.perceive, options.limits, min(options.workers, len(tasks))) as pool:
+        for done, result in enumerate(pool.read(tasks), start=1):
+            entry = by_rel[result.path]
+            record(entry, result)
+            progress("read", done, total, entry.rel)
 
 
 def embed_missing(store: Store, name: str | None, progress: Progress, batch: int = 128) -> tuple[str | None, int]:
