@@ -441,3 +441,19 @@ def test_a_profile_of_30_hostile_files_indexes_in_under_2_minutes_under_2_gb(tmp
     assert took < 120, took
     assert peak[0] < 2048, peak[0]
     print(f"\n30 hostile files: {took:.1f} s, peak {peak[0]:.0f} MB, failed {len(report.failed)}")
+
+
+@pytest.mark.timeout(30)
+def test_pages_and_events_are_read_up_to_their_caps(tmp_path: Path) -> None:
+    make_pdf(tmp_path / "long.pdf", [f"page {i} heron" for i in range(1, 6)])
+    events = "".join(
+        f"BEGIN:VEVENT\nUID:e{i}\nDTSTAMP:20240801T000000Z\nSUMMARY:Walk {i}\nDTSTART:2024010{i}T091500Z\nEND:VEVENT\n"
+        for i in range(1, 6)
+    )
+    (tmp_path / "many.ics").write_text(f"BEGIN:VCALENDAR\nVERSION:2.0\nPRODID:-//t//t//EN\n{events}END:VCALENDAR\n")
+    options = PerceiveOptions(max_pages=2, max_events=3)
+    pdf = perceive_file(tmp_path, "long.pdf", options)
+    assert [s.locator.system_page for s in pdf.segments] == [1, 2]  # type: ignore[union-attr]
+    assert pdf.status == "partial" and pdf.notes == ["5 pages: the first 2 read (max_pages)"]
+    ics = perceive_file(tmp_path, "many.ics", options)
+    assert len(ics.segments) == 3 and ics.notes == ["more than 3 events: the rest not read (max_events)"]

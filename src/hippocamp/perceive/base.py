@@ -76,6 +76,10 @@ class PerceiveOptions:
     max_unpacked_bytes: int = 256 * 1024 * 1024
     #: nor one with a member (above 10 MB) that unpacks to more than this many times its packed size
     max_unpack_ratio: int = 200
+    #: pages of a PDF read at most (the rest noted)
+    max_pages: int = 10_000
+    #: calendar events (occurrences included) of one file kept at most (the rest noted)
+    max_events: int = 100_000
 
 
 class Reader(Protocol):

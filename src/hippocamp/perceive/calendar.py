@@ -99,6 +99,10 @@ class IcsReader:
                 order.append((uid, event))
             series[uid].append(event)
         for uid, _first in order:
+            if len(segments) >= ctx.options.max_events:
+                ctx.note(f"more than {ctx.options.max_events:,} events: the rest not read (max_events)")
+                del segments[ctx.options.max_events :]
+                break
             group = series[uid]
             if any("RRULE" in c or "RDATE" in c for c in group):
                 segments.extend(self._expand(uid, group, cal, timezones, ctx, calname))

@@ -60,7 +60,10 @@ class PdfReader:
             labels = page_labels(doc)
             segments = []
             empty = []
-            for index in range(count):
+            read = min(count, ctx.options.max_pages)
+            if read < count:
+                ctx.note(f"{count:,} pages: the first {read:,} read (max_pages)")
+            for index in range(read):
                 page = doc[index]
                 try:
                     textpage = page.get_textpage()
