@@ -229,11 +229,21 @@ def test_corrupt_last_line_is_dropped_and_rewritten(suite: Suite, tmp_path: Path
     summary = asyncio.run(run(suite, "t-script", "mock", out=out, limit=4))
     assert (summary.done, summary.skipped) == (1, 3)
     assert path.read_bytes().endswith(b"\n") and len(lines(out)) == 4 and len(set(keys(out))) == 4
-    # a bad line that is not the last is damage, not a kill: refused with its line number
+    # a bad line that is not the last is damage, not a kill: reported with its line number, skipped
+    # (its episode runs again) and kept in the file as it was
     text = path.read_text().splitlines()
     path.write_text("\n".join([text[0], "{oops", *text[1:]]) + "\n")
-    with pytest.raises(EpisodeLogError, match="line 2 is not an episode"):
-        asyncio.run(run(suite, "t-script", "mock", out=out, limit=4))
+    found = read_episodes(path)
+    assert len(found.episodes) == 4 and [b.number for b in found.bad] == [2]
+    assert "line 2: not an episode (column 2): not valid JSON" in str(found.bad[0])
+    summary = asyncio.run(run(suite, "t-script", "mock", out=out, limit=4))
+    assert (summary.done, summary.skipped) == (0, 4) and "line 2" in summary.damaged_lines[0]
+    assert "{oops" in path.read_text().splitlines()
+    # a folder where episodes.jsonl should be: refused, naming it
+    (out / "episodes.jsonl").unlink()
+    (out / "episodes.jsonl").mkdir()
+    with pytest.raises(EpisodeLogError, match=r"episodes\.jsonl: is a directory"):
+        read_episodes(out / "episodes.jsonl")
 
 
 def test_resume_with_another_config_is_refused(suite: Suite, tmp_path: Path) -> None:

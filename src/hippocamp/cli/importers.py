@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from hippocamp.cli._common import console, fail
+from hippocamp.cli._common import console, fail, writable_dir_option
 
 
 @click.group("import")
@@ -20,13 +20,15 @@ def import_group() -> None:
 @import_group.command("hippocamp")
 @click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+              callback=writable_dir_option,
               help="The suite folder to write (suite.json, validation reports, stores).")  # fmt: skip
 @click.option("--variant", type=click.Choice(["Fullset", "Subset"]), default="Fullset", show_default=True)
 @click.option("--no-index", is_flag=True, help="Validate only; do not index the files.")
 @click.option("--no-embed", is_flag=True, help="Index without embeddings (BM25 search only).")
 @click.option("--gold", "gold", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="The HippoCamp_Gold folder (default: beside the profiles).")  # fmt: skip
-@click.option("--workers", type=int, help="Reader processes for indexing (default: up to 4, by cores).")
+@click.option("--workers", type=click.IntRange(min=1),
+              help="Reader processes for indexing (default: up to 4, by cores).")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print suite.json instead of a summary.")
 def import_hippocamp_cmd(
     path: Path,
@@ -91,6 +93,7 @@ def _top_rules(summary: dict[str, Any]) -> str:
 @import_group.command("financebench")
 @click.argument("source", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+              callback=writable_dir_option,
               help="Where to write the profile (<Name>/, <Name>.json, <Name>_files.xlsx).")  # fmt: skip
 @click.option("--name", default="Finance", show_default=True, help="The profile's name.")
 @click.option("--json", "as_json", is_flag=True, help="Print the import report as JSON.")
@@ -134,6 +137,7 @@ def import_financebench_cmd(source: Path, out: Path, name: str, as_json: bool) -
 @import_group.command("locomo")
 @click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+              callback=writable_dir_option,
               help="Where to write the persona folders (<out>/<sample_id>/).")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print the import report as JSON.")
 def import_locomo_cmd(path: Path, out: Path, as_json: bool) -> None:

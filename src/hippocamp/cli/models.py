@@ -62,7 +62,7 @@ def install(name: str, force: bool, pip_args: tuple[str, ...]) -> None:
 
 @models.command("check")
 @click.argument("model")
-@click.option("--threads", type=int, help="llama.cpp threads for local models.")
+@click.option("--threads", type=click.IntRange(min=1), help="llama.cpp threads for local models.")
 def check(model: str, threads: int | None) -> None:
     """One call to MODEL: latency, tokens, and whether JSON mode works."""
     from hippocamp.models import ModelError, get_model, run_sync

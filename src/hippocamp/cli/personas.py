@@ -7,23 +7,34 @@ from pathlib import Path
 
 import click
 
-from hippocamp.cli._common import fail
+from hippocamp.cli._common import fail, model_option, writable_dir_option
+
+
+def _template_or_model(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    return value if value in (None, "template") else model_option(ctx, param, value)
 
 
 @click.command("personas")
-@click.option("--n", "n", required=True, type=int, help="Number of personas.")
-@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Folder to write into.")
+@click.option("--n", "n", required=True, type=click.IntRange(min=1), help="Number of personas.")
+@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), callback=writable_dir_option,
+              help="Folder to write into.")  # fmt: skip
 @click.option("--filter", "filter_", default=None, help="Seed filter, e.g. age=30-45,occupation=nurse.")
 @click.option("--seed", default=0, show_default=True, type=int, help="Same seed, same files.")
-@click.option("--days", default=90, show_default=True, type=int, help="App-log window in days.")
-@click.option("--filler-ratio", default=2.5, show_default=True, type=float, help="Filler tokens per evidence token.")
-@click.option("--decoys", default=0.3, show_default=True, type=float, help="Share of filler tokens that are decoys.")
-@click.option("--facts", default=100, show_default=True, type=int, help="Hidden facts per persona (changes included).")
-@click.option("--contacts", default=5, show_default=True, type=int, help="Frequent contacts per persona.")
-@click.option("--model", default="template", show_default=True, help="'template' or a model string.")
-@click.option("--verifier", default=None, help="A model that also verifies clusters.")
-@click.option("--seeds-file", default=None, type=click.Path(dir_okay=False, path_type=Path), help="CSV/JSONL seeds.")
-@click.option("--concurrency", default=4, show_default=True, type=int, help="Model calls in flight.")
+@click.option("--days", default=90, show_default=True, type=click.IntRange(min=1), help="App-log window in days.")
+@click.option("--filler-ratio", default=2.5, show_default=True, type=click.FloatRange(min=0),
+              help="Filler tokens per evidence token.")  # fmt: skip
+@click.option("--decoys", default=0.3, show_default=True, type=click.FloatRange(min=0, max=1),
+              help="Share of filler tokens that are decoys.")  # fmt: skip
+@click.option("--facts", default=100, show_default=True, type=click.IntRange(min=1),
+              help="Hidden facts per persona (changes included).")  # fmt: skip
+@click.option("--contacts", default=5, show_default=True, type=click.IntRange(min=0),
+              help="Frequent contacts per persona.")  # fmt: skip
+@click.option("--model", default="template", show_default=True, callback=_template_or_model,
+              help="'template' or a model string.")  # fmt: skip
+@click.option("--verifier", default=None, callback=model_option, help="A model that also verifies clusters.")
+@click.option("--seeds-file", default=None, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="CSV/JSONL seeds.")  # fmt: skip
+@click.option("--concurrency", default=4, show_default=True, type=click.IntRange(min=1), help="Model calls in flight.")
 def personas(
     n: int,
     out: Path,

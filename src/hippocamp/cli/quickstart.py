@@ -8,18 +8,34 @@ from pathlib import Path
 
 import click
 
-from hippocamp.cli._common import console, fail
+from hippocamp.cli._common import check_agent_spec, console, fail, model_option, writable_dir_option
+
+
+def _agents_option(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    names = [a.strip() for a in value.split(",") if a.strip()]
+    if not names:
+        raise click.BadParameter("no agent given; e.g. --agents evidence,rag")
+    for name in names:
+        check_agent_spec(name)
+    return value
+
+
+def _persona_agent_option(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    return value if value == "none" else check_agent_spec(value)
 
 
 @click.command("quickstart")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("runs/quickstart"),
-              show_default=True, help="Where the runs, scores and report go (re-runs reuse them).")  # fmt: skip
-@click.option("--model", default=None, help="Any model string (default: the installed embedded model).")
-@click.option("--judge", default=None, help="Judge model (default: the same as --model).")
-@click.option("--limit", default=3, show_default=True, type=int, help="Questions per agent (0: all).")
-@click.option("--agents", default="evidence,rag", show_default=True, help="Agents to run, comma-separated.")
+              show_default=True, callback=writable_dir_option,
+              help="Where the runs, scores and report go (re-runs reuse them).")  # fmt: skip
+@click.option("--model", default=None, callback=model_option,
+              help="Any model string (default: the installed embedded model).")  # fmt: skip
+@click.option("--judge", default=None, callback=model_option, help="Judge model (default: the same as --model).")
+@click.option("--limit", default=3, show_default=True, type=click.IntRange(min=0), help="Questions per agent (0: all).")
+@click.option("--agents", default="evidence,rag", show_default=True, callback=_agents_option,
+              help="Agents to run, comma-separated.")  # fmt: skip
 @click.option("--seed", default=7, show_default=True, type=int, help="Seed of the synthetic profile.")
-@click.option("--persona-agent", default="rag", show_default=True,
+@click.option("--persona-agent", default="rag", show_default=True, callback=_persona_agent_option,
               help="Agent for the P-ContextBench persona leg (one case per type T1–T5); 'none' skips it.")  # fmt: skip
 @click.option("--profile", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
               help="Answer questions about your own files instead (no scores: there is no gold).")  # fmt: skip

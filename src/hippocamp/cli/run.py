@@ -12,11 +12,18 @@ from typing import Any
 
 import click
 
-from hippocamp.cli._common import console, fail
+from hippocamp.cli._common import (
+    agent_option,
+    console,
+    fail,
+    model_option,
+    new_file_option,
+    writable_dir_option,
+)
 
 SUITE_OPTIONS = [
-    click.option("--store", "store_path", type=click.Path(dir_okay=False, path_type=Path),
-                 help="The store file (default: one per profile in the hippocamp cache)."),
+    click.option("--store", "store_path", type=click.Path(dir_okay=False, path_type=Path), callback=new_file_option,
+                 help="The store file (default: one per profile in the cache; its folder must exist)."),
     click.option("--no-ocr", is_flag=True, help="Index without OCR of images and video frames."),
     click.option("--no-asr", is_flag=True, help="Index without transcribing audio and video."),
     click.option("--no-embed", is_flag=True, help="Index without embeddings (BM25 search only)."),
@@ -27,18 +34,6 @@ def suite_options(fn: Any) -> Any:
     for option in reversed(SUITE_OPTIONS):
         fn = option(fn)
     return fn
-
-
-def _check_agent(name: str) -> None:
-    from hippocamp.registry import UnknownPluginError
-    from hippocamp.runs import agent_factory
-
-    try:
-        agent_factory(name)
-    except UnknownPluginError as exc:
-        fail(f"no agent named {exc.name!r}; known agents: {', '.join(sorted(exc.known)) or '(none installed)'}")
-    except (TypeError, ValueError) as exc:
-        fail(str(exc))
 
 
 def _load(spec: str, store_path: Path | None, no_ocr: bool, no_asr: bool, no_embed: bool, quiet: bool) -> Any:
@@ -61,7 +56,7 @@ def _load(spec: str, store_path: Path | None, no_ocr: bool, no_asr: bool, no_emb
 
         try:
             return load_suite(spec, options, progress)
-        except (SuiteError, StoreError) as exc:
+        except (SuiteError, StoreError, ValueError) as exc:  # ValueError: JsonInputError of a suite's file
             fail(str(exc))
 
 
@@ -76,9 +71,10 @@ def _budget(max_steps: int, max_tokens: int, max_seconds: float) -> Any:
 
 
 BUDGET_OPTIONS = [
-    click.option("--max-steps", type=int, default=20, show_default=True, help="Steps per episode."),
-    click.option("--max-tokens", type=int, default=60_000, show_default=True, help="Tokens per episode (0: no limit)."),
-    click.option("--max-seconds", type=float, default=600.0, show_default=True,
+    click.option("--max-steps", type=click.IntRange(min=1), default=20, show_default=True, help="Steps per episode."),
+    click.option("--max-tokens", type=click.IntRange(min=0), default=60_000, show_default=True,
+                 help="Tokens per episode (0: no limit)."),
+    click.option("--max-seconds", type=click.FloatRange(min=0), default=600.0, show_default=True,
                  help="Wall-clock seconds per episode (0: no limit)."),
 ]  # fmt: skip
 
@@ -92,15 +88,17 @@ def budget_options(fn: Any) -> Any:
 @click.command("run")
 @click.option("--suite", "suite_spec", required=True,
               help="A HippoCamp-format profile folder or records file, or synth:SCALE:SEED[:PERSONA].")  # fmt: skip
-@click.option("--agent", required=True, help="A registered agent name (NAME or NAME:ARG).")
-@click.option("--model", "model_spec", required=True, help="e.g. mock, local:smollm2, openai:gpt-4o-mini.")
+@click.option("--agent", required=True, callback=agent_option, help="A registered agent name (NAME or NAME:ARG).")
+@click.option("--model", "model_spec", required=True, callback=model_option,
+              help="e.g. mock, local:smollm2, openai:gpt-4o-mini.")  # fmt: skip
 @click.option("--epochs", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True, help="Episodes at once.")
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first K tasks.")
 @click.option("--per-type", type=click.IntRange(min=1),
               help="Only K tasks of each question type, spread over the suite (a stratified sample).")  # fmt: skip
 @budget_options
-@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="The run directory.")
+@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), callback=writable_dir_option,
+              help="The run directory (created if needed).")  # fmt: skip
 @suite_options
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def run_cmd(
@@ -128,10 +126,9 @@ def run_cmd(
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from hippocamp.models import ModelNotAvailableError
+    from hippocamp.models import ModelError, ModelNotAvailableError
     from hippocamp.runs import EpisodeLogError, ManifestError, run
 
-    _check_agent(agent)
     suite = _load(suite_spec, store_path, no_ocr, no_asr, no_embed, quiet=as_json)
     out_console = console(stderr=as_json)
     stops: dict[str, int] = {}
@@ -156,6 +153,8 @@ def run_cmd(
         sys.exit(130)
     except (ManifestError, EpisodeLogError, ModelNotAvailableError, ValueError) as exc:
         fail(str(exc))
+    except ModelError as exc:  # the model failed at run time: not the input's fault
+        fail(str(exc), code=1)
     finally:
         suite.close()
     if as_json:
@@ -215,8 +214,8 @@ async def _solve(agent: str, question: str, suite: Any, model_spec: str, budget:
 @click.command("ask")
 @click.argument("profile", type=click.Path(exists=True, path_type=Path))
 @click.argument("question")
-@click.option("--agent", default="evidence", show_default=True, help="A registered agent name.")
-@click.option("--model", "model_spec", help="Default: the installed local model.")
+@click.option("--agent", default="evidence", show_default=True, callback=agent_option, help="A registered agent name.")
+@click.option("--model", "model_spec", callback=model_option, help="Default: the installed local model.")
 @budget_options
 @suite_options
 @click.option("--json", "as_json", is_flag=True, help="Print the answer, files and evidence as JSON.")
@@ -240,7 +239,8 @@ def ask(
     """
     from hippocamp.models import ModelError
 
-    _check_agent(agent)
+    if not question.strip():
+        raise click.BadParameter("the question is empty", param_hint="QUESTION")
     spec = model_spec or _default_model()
     suite = _load(str(profile), store_path, no_ocr, no_asr, no_embed, quiet=as_json)
     budget = _budget(max_steps, max_tokens, max_seconds)

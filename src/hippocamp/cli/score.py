@@ -9,47 +9,55 @@ from typing import Any
 
 import click
 
-from hippocamp.cli._common import console, fail
+from hippocamp.cli._common import console, fail, model_option, models_option, new_file_option
 
 MODES = ["robust", "simple", "detailed", "facts"]
 
 
 def make_judge(judge: str | None, mode: str, panel: str | None) -> Any:
     """A `Judge` (or `Panel`) from the command line; ``facts`` needs no model."""
-    from hippocamp.models import get_model
+    from hippocamp.models import ModelError, get_model
     from hippocamp.scoring.judge import Judge, Panel
 
     if mode == "facts":
         return Judge(None, mode="facts")
-    if panel:
-        return Panel([Judge(get_model(spec.strip()), mode=mode) for spec in panel.split(",") if spec.strip()])  # type: ignore[arg-type]
-    if not judge:
-        from hippocamp.cli.run import _default_model
-
-        judge = _default_model()
-    return Judge(get_model(judge), mode=mode)  # type: ignore[arg-type]
-
-
-def _is_pcontext(run_dir: Path) -> bool:
     try:
-        manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(manifest, dict) and manifest.get("suite", {}).get("kind") == "pcontext"
+        if panel:
+            specs = [spec.strip() for spec in panel.split(",") if spec.strip()]
+            return Panel([Judge(get_model(spec), mode=mode) for spec in specs])  # type: ignore[arg-type]
+        if not judge:
+            from hippocamp.cli.run import _default_model
+
+            judge = _default_model()
+        return Judge(get_model(judge), mode=mode)  # type: ignore[arg-type]
+    except (ModelError, ValueError) as exc:  # a model that cannot be opened here (no key, not installed)
+        fail(f"judge: {exc}", code=1)
+
+
+def _manifest(run_dir: Path) -> dict[str, Any]:
+    """The run's manifest ({} when it has none); one that cannot be read exits 2 naming the file."""
+    from hippocamp.scoring.run_scores import read_run_manifest
+
+    try:
+        return read_run_manifest(run_dir, required=False)
+    except (OSError, ValueError) as exc:
+        fail(str(exc))
 
 
 @click.command("score")
-@click.argument("run_dir", required=False, type=click.Path(file_okay=False, path_type=Path))
-@click.option("--judge", default=None, help="Judge model (default: the embedded local model).")
+@click.argument("run_dir", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--judge", default=None, callback=model_option, help="Judge model (default: the embedded local model).")
 @click.option("--judge-mode", "mode", default="robust", show_default=True, type=click.Choice(MODES))
-@click.option("--panel", default=None, help="Several judge models, comma-separated: majority vote.")
-@click.option("--concurrency", default=4, show_default=True, type=int)
-@click.option("--slack", default=2.0, show_default=True, type=float, help="Seconds of slack for time-range units.")
-@click.option("--hippocamp-io", "io_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--panel", default=None, callback=models_option,
+              help="Several judge models, comma-separated: majority vote.")  # fmt: skip
+@click.option("--concurrency", default=4, show_default=True, type=click.IntRange(min=1))
+@click.option("--slack", default=2.0, show_default=True, type=click.FloatRange(min=0),
+              help="Seconds of slack for time-range units.")  # fmt: skip
+@click.option("--hippocamp-io", "io_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="Score the release evaluator's input rows instead of a run directory.")  # fmt: skip
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, callback=new_file_option,
               help="With --hippocamp-io: where to write the per-query JSON Lines (aggregate beside it).")  # fmt: skip
-@click.option("--retrieval-k", default=10, show_default=True, type=int,
+@click.option("--retrieval-k", default=10, show_default=True, type=click.IntRange(min=0),
               help="P-ContextBench runs: also measure the store's evidence recall@k (0: skip).")  # fmt: skip
 @click.option("--retrieval-mode", default="hybrid", show_default=True, type=click.Choice(["fts", "vector", "hybrid"]))
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
@@ -60,17 +68,24 @@ def score(run_dir: Path | None, judge: str | None, mode: str, panel: str | None,
     scores.summary.json. With --hippocamp-io FILE, scores HippoCamp's evaluator rows instead."""
     if (run_dir is None) == (io_file is None):
         fail("give a RUN_DIR or --hippocamp-io FILE")
-    if run_dir is not None and not (judge or panel) and _is_pcontext(run_dir):
-        mode = "facts"  # P-ContextBench rubrics are deterministic; a model judges paraphrases only when asked
-    chosen = make_judge(judge, mode, panel)
+    if out is not None and io_file is None:
+        raise click.BadParameter("--out applies to --hippocamp-io only", param_hint="--out")
     if io_file is not None:
-        _score_io(io_file, out, chosen, concurrency, as_json)
+        rows = _read_io(io_file)  # bad rows are refused before any judge is opened
+        _score_io(io_file, rows, out, make_judge(judge, mode, panel), concurrency, as_json)
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from hippocamp.durable import JsonlError
     from hippocamp.scoring.run_scores import score_run
 
     assert run_dir is not None
+    manifest = _manifest(run_dir)
+    if not manifest:
+        fail(f"{run_dir}: no manifest.json; is this a run directory?")
+    if not (judge or panel) and manifest.get("suite", {}).get("kind") == "pcontext":
+        mode = "facts"  # P-ContextBench rubrics are deterministic; a model judges paraphrases only when asked
+    chosen = make_judge(judge, mode, panel)
     err = console(stderr=True)
     with Progress(TextColumn("judging"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err,
                   transient=True, disable=not err.is_terminal) as bar:  # fmt: skip
@@ -87,7 +102,7 @@ def score(run_dir: Path | None, judge: str | None, mode: str, panel: str | None,
                     retrieval_mode=retrieval_mode,
                 )
             )
-        except (FileNotFoundError, ValueError) as exc:
+        except (FileNotFoundError, ValueError, JsonlError) as exc:
             fail(str(exc))
     s = report.summary
     if as_json:
@@ -132,18 +147,25 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}%"
 
 
-def _score_io(io_file: Path, out: Path | None, judge: Any, concurrency: int, as_json: bool) -> None:
-    from hippocamp.scoring.hippocamp_io import read_rows, score_rows
+def _read_io(io_file: Path) -> list[dict[str, Any]]:
+    from hippocamp.scoring.hippocamp_io import read_rows
 
     try:
-        rows = read_rows(io_file)
+        return read_rows(io_file)
     except (OSError, ValueError) as exc:
         fail(str(exc))
+
+
+def _score_io(io_file: Path, rows: list[dict[str, Any]], out: Path | None, judge: Any, concurrency: int,
+              as_json: bool) -> None:  # fmt: skip
+    from hippocamp.scoring.hippocamp_io import score_rows, write_results
+
     results, aggregate = asyncio.run(score_rows(rows, judge, concurrency))
     out = out or io_file.with_name(io_file.stem + ".scored.jsonl")
-    out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in results), encoding="utf-8")
-    agg_path = out.with_name(out.stem + ".aggregate.json")
-    agg_path.write_text(json.dumps(aggregate, indent=2) + "\n", encoding="utf-8")
+    try:
+        agg_path = write_results(out, results, aggregate)
+    except OSError as exc:
+        fail(f"{out}: cannot write: {exc.strerror or exc}", code=1)
     if as_json:
         click.echo(json.dumps(aggregate, indent=2))
     else:
@@ -159,11 +181,11 @@ def judge_group() -> None:
 @judge_group.command("calibrate")
 @click.option("--labeled", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
               multiple=True, help="Labeled answers (FinanceBench format); repeat for several files.")  # fmt: skip
-@click.option("--judge", default=None, help="Judge model (default: the embedded local model).")
+@click.option("--judge", default=None, callback=model_option, help="Judge model (default: the embedded local model).")
 @click.option("--judge-mode", "mode", default="robust", show_default=True, type=click.Choice(MODES))
 @click.option("--self-test/--no-self-test", default=True, show_default=True,
               help="Also perturb the gold answers and count false accepts.")  # fmt: skip
-@click.option("--concurrency", default=4, show_default=True, type=int)
+@click.option("--concurrency", default=4, show_default=True, type=click.IntRange(min=1))
 @click.option("--json", "as_json", is_flag=True)
 def calibrate(labeled: tuple[Path, ...], judge: str | None, mode: str, self_test: bool, concurrency: int,
               as_json: bool) -> None:  # fmt: skip

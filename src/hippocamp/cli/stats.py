@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from hippocamp.cli._common import fail
+from hippocamp.cli._common import console, fail, writable_dir_option
 from hippocamp.dataset.profile import Profile, ProfileError, load_profile
 from hippocamp.dataset.stats import AXES, BENCHMARK, Axis, DatasetStats, compute_stats, merged_bins
 from hippocamp.schema.io import RecordsFileError
@@ -22,7 +22,8 @@ _SHOWN_PROBLEMS = 3
 
 @click.command("stats")
 @click.argument("records", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--root", type=click.Path(path_type=Path), help="Folder of the profile's files (with exactly one input).")
+@click.option("--root", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Folder of the profile's files (with exactly one input).")  # fmt: skip
 @click.option(
     "--variant",
     type=click.Choice(["Fullset", "Subset"]),
@@ -34,6 +35,7 @@ _SHOWN_PROBLEMS = 3
     "--out",
     "out_dir",
     type=click.Path(file_okay=False, path_type=Path),
+    callback=writable_dir_option,
     help="Write stats.json, questions.jsonl and the figures (PNG) here.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON instead of tables.")
@@ -73,7 +75,7 @@ def stats(
     if as_json:
         click.echo(result.model_dump_json(indent=2, exclude={"rows"}))
     else:
-        _print_tables(Console(), result)
+        _print_tables(console(), result)
     if out_dir is not None:
         written = _write(result, out_dir)
         click.echo("wrote:\n" + "\n".join(f"  {path}" for path in written), err=as_json)

@@ -8,11 +8,19 @@ from pathlib import Path
 
 import click
 
-from hippocamp.cli._common import console, fail
+from hippocamp.cli._common import (
+    console,
+    date_option,
+    embedder_option,
+    fail,
+    new_file_option,
+    writable_dir_option,
+)
 
 PROFILE = click.argument("profile", type=click.Path(exists=True, file_okay=False, path_type=Path))
 STORE = click.option("--store", "store_path", type=click.Path(dir_okay=False, path_type=Path),
-                     help="The store file (default: one per profile in the hippocamp cache).")  # fmt: skip
+                     callback=new_file_option,
+                     help="The store file (default: one per profile in the cache; its folder must exist).")  # fmt: skip
 
 
 def _root(profile: Path) -> Path:
@@ -40,12 +48,13 @@ def _open_store(profile: Path, store_path: Path | None, create: bool):  # type: 
 @click.command("index")
 @PROFILE
 @STORE
-@click.option("--workers", type=int, help="Reader processes (default: up to 4, by cores).")
+@click.option("--workers", type=click.IntRange(min=1), help="Reader processes (default: up to 4, by cores).")
 @click.option("--no-embed", is_flag=True, help="Skip embeddings (BM25 search only).")
-@click.option("--embedder", help="Registered embedder name (default: the bundled one).")
+@click.option("--embedder", callback=embedder_option, help="Registered embedder name (default: the bundled one).")
 @click.option("--gold", "gold_dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="A HippoCamp_Gold folder: use its parsed text for the files it covers.")  # fmt: skip
-@click.option("--max-mb", type=float, default=200, show_default=True, help="Files above this get metadata only.")
+@click.option("--max-mb", type=click.FloatRange(min=0, min_open=True), default=200, show_default=True,
+              help="Files above this get metadata only.")  # fmt: skip
 @click.option("--no-ocr", is_flag=True, help="Do not OCR images and video frames.")
 @click.option("--no-asr", is_flag=True, help="Do not transcribe audio and video.")
 @click.option("--retry-failed", is_flag=True, help="Read again files that failed last time.")
@@ -131,12 +140,14 @@ def index(
 @PROFILE
 @click.argument("query")
 @STORE
-@click.option("-k", "k", type=int, default=10, show_default=True)
-@click.option("--modality", multiple=True, help="text, document, image, audio, video (repeatable).")
+@click.option("-k", "k", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--modality", multiple=True,
+              type=click.Choice(["text", "document", "image", "audio", "video"], case_sensitive=False),
+              help="text, document, image, audio, video (repeatable).")  # fmt: skip
 @click.option("--type", "types", multiple=True, help="File extension, e.g. pdf (repeatable).")
 @click.option("--glob", help="Path pattern, e.g. 'Documents/*.pdf'.")
-@click.option("--after", help="Only segments at or after this date (YYYY-MM-DD).")
-@click.option("--before", help="Only segments before this date.")
+@click.option("--after", callback=date_option, help="Only segments at or after this date (YYYY-MM-DD).")
+@click.option("--before", callback=date_option, help="Only segments before this date.")
 @click.option("--mode", type=click.Choice(["hybrid", "fts", "vector"]), default="hybrid", show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 def search(
@@ -177,7 +188,8 @@ def search(
 @click.command("export-gold")
 @PROFILE
 @STORE
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              callback=writable_dir_option)  # fmt: skip
 def export_gold_cmd(profile: Path, store_path: Path | None, out_dir: Path) -> None:
     """Write PROFILE's indexed segments as HippoCamp_Gold JSON files (one per source file)."""
     from hippocamp.store.gold import export_gold

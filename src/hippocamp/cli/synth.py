@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from hippocamp.cli._common import console, fail
+from hippocamp.cli._common import console, fail, model_option, writable_dir_option
 
 
 @click.group("synth")
@@ -15,7 +15,8 @@ def synth() -> None:
 
 
 @synth.command("files")
-@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Folder to write into.")
+@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), callback=writable_dir_option,
+              help="Folder to write into.")  # fmt: skip
 @click.option("--persona", default="professional", show_default=True, help="student, professional or freelancer.")
 @click.option("--seed", default=0, show_default=True, type=int, help="Same seed, same bytes.")
 @click.option(
@@ -25,8 +26,9 @@ def synth() -> None:
     type=click.Choice(["small", "medium", "large"]),
     help="small ~60 files (tests), medium 500+ over 4 months, large thousands over a year.",
 )
-@click.option("--model", default=None, help="Rewrite filler notes with this model for variety (facts never change).")
-@click.option("--jobs", default=None, type=int, help="Render processes (default: up to 2).")
+@click.option("--model", default=None, callback=model_option,
+              help="Rewrite filler notes with this model for variety (facts never change).")  # fmt: skip
+@click.option("--jobs", default=None, type=click.IntRange(min=1), help="Render processes (default: up to 2).")
 @click.option("--validate/--no-validate", default=True, show_default=True, help="Validate the records afterwards.")
 def files(out: Path, persona: str, seed: int, scale: str, model: str | None, jobs: int | None, validate: bool) -> None:
     """Write a profile in the HippoCamp release layout: OUT/<Name>/, <Name>.json, <Name>_files.xlsx."""
@@ -36,7 +38,9 @@ def files(out: Path, persona: str, seed: int, scale: str, model: str | None, job
     from hippocamp.synth.world import PERSONAS
 
     if persona not in PERSONAS:
-        fail(f"unknown persona {persona!r}; choose one of {', '.join(PERSONAS)}")
+        from hippocamp.cli._common import did_you_mean
+
+        fail(f"unknown persona {persona!r}{did_you_mean(persona, list(PERSONAS))}; choose one of {', '.join(PERSONAS)}")
     chat = None
     if model:
         from hippocamp.models import get_model

@@ -7,18 +7,20 @@ from pathlib import Path
 
 import click
 
-from hippocamp.cli._common import console, fail, resolve_input
+from hippocamp.cli._common import console, did_you_mean, fail, resolve_input
 
 
 @click.command("validate")
 @click.argument("records", required=False, type=click.Path(path_type=Path))
-@click.option("--root", type=click.Path(path_type=Path), help="Folder holding the profile's files.")
-@click.option("--variant", default="Fullset", show_default=True, help="Release variant: Fullset or Subset.")
+@click.option("--root", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Folder holding the profile's files.")  # fmt: skip
+@click.option("--variant", default="Fullset", show_default=True, type=click.Choice(["Fullset", "Subset"]),
+              help="Release variant: Fullset or Subset.")  # fmt: skip
 @click.option("--rule", "rules", multiple=True, help="Run only these rules (repeatable).")
 @click.option("--skip", "skips", multiple=True, help="Skip these rules (repeatable).")
 @click.option(
     "--time-slack",
-    type=float,
+    type=click.FloatRange(min=0),
     default=0.5,
     show_default=True,
     help="Seconds a time range may run past the end of its media.",
@@ -54,11 +56,12 @@ def validate(
             doc = (check.__doc__ or "").strip().splitlines()
             click.echo(f"{name:16s} {doc[0] if doc else ''}")
         return
-    profile = resolve_input(records, root, variant, example)
     known = rule_names()
     unknown = [r for r in (*rules, *skips) if r not in known]
     if unknown:
-        fail(f"unknown rule(s): {', '.join(unknown)}; known: {', '.join(known)}")
+        hints = "".join(did_you_mean(r, known) for r in unknown)
+        fail(f"unknown rule(s): {', '.join(unknown)}{hints}; known: {', '.join(known)}")
+    profile = resolve_input(records, root, variant, example)
     selected = [r for r in (rules or known) if r not in skips]
     try:
         report = validate_profile(profile, ValidateOptions(time_slack=time_slack), rules=selected)

@@ -37,6 +37,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from hippocamp.importers._common import ImporterError, validation_summary, write_json
+from hippocamp.schema.io import JsonInputError, loads_json
 from hippocamp.schema.record import REASONING_LABELS
 
 __all__ = ["REASONING_TABLE", "FinanceBenchImport", "Skipped", "import_financebench", "reasoning_labels"]
@@ -141,9 +142,9 @@ def _read_jsonl(path: Path) -> list[tuple[int, dict[str, Any] | None, str | None
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            out.append((n, None, f"not JSON: {exc}"))
+            obj = loads_json(line, path, n)
+        except JsonInputError as exc:
+            out.append((n, None, str(exc).removeprefix(f"{path}:{n}:").strip()))
             continue
         if not isinstance(obj, dict):
             out.append((n, None, f"expected a JSON object, found {type(obj).__name__}"))

@@ -153,15 +153,16 @@ class SuiteManifest:
 
 def read_suite(path: str | Path) -> SuiteManifest:
     """Read ``suite.json`` (or the folder holding it)."""
-    import json
 
     path = Path(path)
     if path.is_dir():
         path = path / SUITE_FILE
+    from hippocamp.schema.io import JsonInputError, read_json
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ImporterError(f"{path}: not a readable suite file: {exc}") from None
+        data = read_json(path, "suite file")
+    except JsonInputError as exc:
+        raise ImporterError(f"not a readable suite file: {exc}") from None
     if not isinstance(data, dict) or data.get("format") != SUITE_FORMAT:
         found = data.get("format") if isinstance(data, dict) else type(data).__name__
         raise ImporterError(f"{path}: field 'format': expected {SUITE_FORMAT!r}, found {found!r}")

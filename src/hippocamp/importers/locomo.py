@@ -148,10 +148,12 @@ def _convert(sample: dict[str, Any], n: int, out: Path, result: LocomoImport) ->
 
 def import_locomo(path: Path, out: Path) -> LocomoImport:
     """Convert a LoCoMo JSON file (a list of conversations, or one) into persona folders under ``out``."""
+    from hippocamp.schema.io import JsonInputError, read_json
+
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ImporterError(f"{path}: not a readable LoCoMo JSON file ({exc})") from exc
+        data = read_json(path, "LoCoMo JSON file")
+    except JsonInputError as exc:
+        raise ImporterError(f"not a readable LoCoMo JSON file: {exc}") from None
     samples = data if isinstance(data, list) else [data]
     result = LocomoImport(out=Path(out))
     for n, sample in enumerate(samples, 1):

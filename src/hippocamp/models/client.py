@@ -25,6 +25,7 @@ from hippocamp.models.pricing import cost_usd
 from hippocamp.models.structured import OutputFormat, instruction_for
 from hippocamp.models.toolcalls import parse_tool_calls, render_messages, tools_instruction, with_system
 from hippocamp.models.types import ChatRequest, Generation, Message, Usage
+from hippocamp.redact import redact_text
 
 __all__ = ["Model", "ModelSettings", "RetryPolicy", "run_sync"]
 
@@ -77,7 +78,9 @@ class Model:
         self.backend = backend
         self.provider = provider
         self.name = name
-        self.id = backend.id
+        #: the backend's id with any credential blanked (a key in a model URL): it is written to caches,
+        #: episodes, scores and error messages
+        self.id = redact_text(backend.id)
         self.settings = settings or ModelSettings()
         self._sleep = sleep
         self._rng = rng or random.Random()

@@ -1,6 +1,9 @@
-"""Errors of the model layer. Every failure says which model and why; none is a silent default."""
+"""Errors of the model layer. Every failure says which model and why; none is a silent default.
+Messages are redacted (`hippocamp.redact`): a key in a model URL or the environment never shows."""
 
 from __future__ import annotations
+
+from hippocamp.redact import redact_text
 
 __all__ = ["ModelError", "ModelNotAvailableError", "ModelOutputError", "TransientModelError"]
 
@@ -9,8 +12,8 @@ class ModelError(Exception):
     """A model call failed for good (after retries, or for a reason retrying cannot fix)."""
 
     def __init__(self, message: str, model: str | None = None):
-        self.model = model
-        super().__init__(f"{model}: {message}" if model else message)
+        self.model = redact_text(model) if model else model
+        super().__init__(redact_text(f"{model}: {message}" if model else message))
 
 
 class TransientModelError(ModelError):
@@ -25,5 +28,5 @@ class ModelOutputError(ModelError):
     """The model answered, but not in the required shape (e.g. invalid JSON after a repair retry)."""
 
     def __init__(self, message: str, raw: str, model: str | None = None):
-        self.raw = raw
+        self.raw = redact_text(raw)
         super().__init__(f"{message}; raw output: {raw[:500]!r}", model)

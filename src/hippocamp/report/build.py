@@ -10,7 +10,6 @@ reported together.
 
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -134,11 +133,13 @@ def _choose_judge(lines: list[ScoreLine], mode: str | None, judge: str | None, w
 
 
 def _manifest(path: Path) -> dict[str, Any]:
+    """The run's manifest; one that cannot be read is a `ReportError` naming the file."""
+    from hippocamp.scoring.run_scores import read_run_manifest
+
     try:
-        data = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return {}
-    return data if isinstance(data, dict) else {}
+        return read_run_manifest(path, required=False)
+    except (OSError, ValueError) as exc:
+        raise ReportError(str(exc)) from None
 
 
 def _described(manifest: dict[str, Any]) -> dict[str, Any]:
@@ -195,7 +196,10 @@ def _load_pcontext(path: Path, manifest: dict[str, Any], judge_mode: str | None,
 
 def load_run(run_dir: str | Path, *, judge_mode: str | None = None, judge: str | None = None) -> RunData:
     """Read a scored run directory; ``judge_mode``/``judge`` pick among several judges' scores."""
+    from hippocamp.redact import redact_text
+
     path = Path(run_dir)
+    judge = redact_text(judge) if judge else judge  # score lines hold redacted judge ids
     manifest = _manifest(path)
     if manifest.get("suite", {}).get("kind") == "pcontext":
         return _load_pcontext(path, manifest, judge_mode, judge)

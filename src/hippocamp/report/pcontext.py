@@ -15,7 +15,6 @@ from the summary when there.
 
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -145,9 +144,11 @@ def load_gold(manifest: dict[str, Any]) -> PContextGold:
 
 
 def saved_summary(run_dir: Path) -> dict[str, Any]:
+    from hippocamp.schema.io import JsonInputError, read_json
+
     try:
-        data = json.loads((run_dir / SUMMARY).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
+        data = read_json(run_dir / SUMMARY, "score summary")
+    except JsonInputError:
         return {}
     return data if isinstance(data, dict) else {}
 

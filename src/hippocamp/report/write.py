@@ -1,10 +1,13 @@
-"""Write a report of scored runs: ``report.md`` with its figures in ``figures/``, and ``report.html``."""
+"""Write a report of scored runs: ``report.md`` with its figures in ``figures/``, and ``report.html``.
+Both texts are redacted (`hippocamp.redact.redact_text`) as they are written: whatever a run holds,
+no secret reaches a report."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
 
+from hippocamp.redact import redact_text
 from hippocamp.report.build import build_report
 from hippocamp.report.html import render_html
 from hippocamp.report.markdown import render_markdown
@@ -32,7 +35,7 @@ def write_report(
         path.write_bytes(png)
         paths[f"figure:{name}"] = path
     paths["md"] = out / "report.md"
-    paths["md"].write_text(render_markdown(report, "figures"), encoding="utf-8")
+    paths["md"].write_text(redact_text(render_markdown(report, "figures")), encoding="utf-8")
     paths["html"] = out / "report.html"
-    paths["html"].write_text(render_html(report), encoding="utf-8")
+    paths["html"].write_text(redact_text(render_html(report)), encoding="utf-8")
     return paths

@@ -1,6 +1,8 @@
 """``manifest.json``: what a run is (its config, compared on resume) and what ran it (versions, git
-commit, sessions). Never an API key: options are redacted by key name and by value shape, and any
-redacted value is also blanked wherever else it appears in the manifest."""
+commit, sessions). Never an API key: options are redacted by key name and by value shape, any
+redacted value is also blanked wherever else it appears in the manifest, and every string written
+goes through `hippocamp.redact` (URL credentials, headers, key shapes, secret environment values).
+`redact`, `scrub` and `REDACTED` live in `hippocamp.redact` and are re-exported here."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from hippocamp import __version__
+from hippocamp.redact import REDACTED, redact, scrub
 
 __all__ = [
     "MANIFEST_FORMAT",
@@ -32,21 +35,8 @@ __all__ = [
 ]
 
 MANIFEST_FORMAT = "hippocamp-run/1"
-REDACTED = "[redacted]"
 #: dependencies recorded even when hippocamp's metadata cannot be read
 KEY_DEPENDENCIES = ("pydantic", "numpy", "openai", "llama-cpp-python", "onnxruntime", "faster-whisper", "pypdf")
-
-_SECRET_KEY = re.compile(
-    r"(^|[_\-.])(api[_\-]?key|apikey|key|secret|secrets|token|access[_\-]?token|password|passwd|pwd|"
-    r"authorization|auth|credential|credentials|bearer|cookie|session)$",
-    re.IGNORECASE,
-)
-_SECRET_VALUE = re.compile(
-    r"^(sk|pk|rk)-[A-Za-z0-9_\-]{8,}|^hf_[A-Za-z0-9]{16,}|^gh[pousr]_[A-Za-z0-9]{16,}|^glpat-|^xox[abprs]-|"
-    r"^AKIA[0-9A-Z]{12,}|^AIza[0-9A-Za-z_\-]{20,}|^Bearer\s|^eyJ[A-Za-z0-9_\-]{10,}\.",
-)
-_URL_SECRET = re.compile(r"(://[^/\s:@]+:)[^@/\s]+(@)|([?&](?:api[_\-]?key|key|token|access_token|sig)=)[^&\s]+",
-                         re.IGNORECASE)  # fmt: skip
 
 
 class ManifestError(Exception):
@@ -55,46 +45,6 @@ class ManifestError(Exception):
 
 def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def redact(value: Any, found: list[str] | None = None, key: str = "") -> Any:
-    """A copy of ``value`` with secrets replaced by ``[redacted]``: values under a key that names a
-    secret (api_key, token, password, Authorization...), values shaped like keys (sk-..., hf_...,
-    Bearer ...), and credentials inside URLs. Secrets found are appended to ``found``."""
-    found = found if found is not None else []
-    if isinstance(value, dict):
-        return {k: redact(v, found, str(k)) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [redact(v, found, key) for v in value]
-    if isinstance(value, str):
-        if value and (_SECRET_KEY.search(key) or _SECRET_VALUE.search(value.strip())):
-            found.append(value)
-            return REDACTED
-
-        def blank(m: re.Match[str]) -> str:
-            head = m.group(1) or m.group(3)
-            found.append(m.group(0)[len(head) : len(m.group(0)) - len(m.group(2) or "")])
-            return head + REDACTED + (m.group(2) or "")
-
-        return _URL_SECRET.sub(blank, value)
-    if value is None or isinstance(value, bool | int | float):
-        return value
-    return redact(repr(value), found, key)
-
-
-def scrub(value: Any, secrets: list[str]) -> Any:
-    """``value`` with every occurrence of the given secrets (4 characters or more) blanked in strings."""
-    secrets = [s for s in secrets if len(s) >= 4]
-    if not secrets:
-        return value
-    if isinstance(value, dict):
-        return {k: scrub(v, secrets) for k, v in value.items()}
-    if isinstance(value, list):
-        return [scrub(v, secrets) for v in value]
-    if isinstance(value, str):
-        for secret in secrets:
-            value = value.replace(secret, REDACTED)
-    return value
 
 
 def _dependency_names() -> list[str]:
@@ -168,22 +118,28 @@ def config_differences(recorded: dict[str, Any], current: dict[str, Any]) -> lis
 
 
 def read_manifest(path: Path) -> dict[str, Any] | None:
-    if not path.is_file():
+    """The manifest at ``path``, None when there is none; `ManifestError` (naming the file) when it
+    cannot be read or is not a run manifest."""
+    from hippocamp.schema.io import JsonInputError, read_json
+
+    if not path.exists():
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ManifestError(f"{path}: not readable JSON ({exc}); move the run directory aside") from None
+        data = read_json(path, "run manifest")
+    except JsonInputError as exc:
+        raise ManifestError(f"{exc}; move the run directory aside") from None
     if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT or "config" not in data:
         raise ManifestError(f"{path}: not a {MANIFEST_FORMAT} manifest (field 'format' or 'config')")
     return data
 
 
 def write_manifest(path: Path, data: dict[str, Any]) -> None:
-    """Write atomically (temporary file, fsync, rename): a kill leaves the old or the new manifest."""
+    """Write atomically (temporary file, fsync, rename): a kill leaves the old or the new manifest.
+    Every string is redacted (`hippocamp.redact.redact`, by pattern; keys are kept)."""
+    data = redact(json.loads(json.dumps(data, default=str)), by_key=False)
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=2, ensure_ascii=False, default=str)
+        json.dump(data, fh, indent=2, ensure_ascii=False)
         fh.write("\n")
         fh.flush()
         os.fsync(fh.fileno())

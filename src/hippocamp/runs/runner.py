@@ -14,6 +14,7 @@ budget's wall clock (``budget.max_seconds`` plus ``timeout_slack``) is cancelled
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from typing import Any
 
 from hippocamp import registry
 from hippocamp.agents.base import Answer, Budget, Task
+from hippocamp.redact import redact, redact_text, remember, scrub
 from hippocamp.runs.episodes import Episode, EpisodeKey, EpisodeLog, read_episodes
 from hippocamp.runs.manifest import (
     MANIFEST_FORMAT,
@@ -30,8 +32,6 @@ from hippocamp.runs.manifest import (
     config_differences,
     environment,
     read_manifest,
-    redact,
-    scrub,
     utc_now,
     write_manifest,
 )
@@ -76,6 +76,8 @@ class RunSummary:
     #: wall time of this session
     wall_s: float = 0.0
     resumed: int = 0
+    #: damaged lines of episodes.jsonl skipped (reported with their line numbers; their episodes re-run)
+    damaged_lines: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self) | {"out": str(self.out)}
@@ -88,7 +90,8 @@ def agent_factory(spec: str) -> Callable[[], Any]:
     name, _, arg = spec.strip().partition(":")
     obj = registry.get("agent", name)
     if isinstance(obj, type) or (callable(obj) and not hasattr(obj, "solve")):
-        return (lambda: obj(arg)) if arg else obj
+        value = _argument(name, obj, arg, spec)
+        return (lambda: obj(value)) if arg else obj
     if hasattr(obj, "solve"):
         if arg:
             raise ValueError(f"agent {name!r} is an instance and takes no argument (got {spec!r})")
@@ -96,8 +99,39 @@ def agent_factory(spec: str) -> Callable[[], Any]:
     raise TypeError(f"agent {name!r} is registered as {obj!r}: not a class, agent or factory")
 
 
+_NUMBER_TYPES: dict[str, Callable[[str], Any]] = {"int": int, "float": float}
+
+
+def _argument(name: str, obj: Any, arg: str, spec: str) -> Any:
+    """``ARG`` of ``NAME:ARG`` as the agent's first parameter takes it (an ``int`` or ``float`` parameter
+    gets a number). An agent that takes no argument, or one that needs it, is refused here, before any
+    episode runs, instead of failing inside each."""
+    try:
+        signature = inspect.signature(obj)
+    except (TypeError, ValueError):  # a builtin or C callable: nothing to check
+        return arg
+    try:
+        bound = signature.bind(arg) if arg else signature.bind()
+    except TypeError:
+        if arg:
+            raise ValueError(f"agent {name!r} takes no argument (got {spec!r}); use --agent {name}") from None
+        raise ValueError(f"agent {name!r} needs an argument: --agent {name}:ARG") from None
+    if not arg:
+        return arg
+    param = next(iter(bound.arguments))
+    annotation = signature.parameters[param].annotation
+    kind = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", "")
+    convert = _NUMBER_TYPES.get(str(kind).strip())
+    if convert is None:
+        return arg
+    try:
+        return convert(arg)
+    except ValueError:
+        raise ValueError(f"agent {name!r}: its argument is {param} ({kind}), got {arg!r} in {spec!r}") from None
+
+
 def _summarize(out: Path, episodes: list[Episode], planned: int, done: int, skipped: int, wall: float,
-               resumed: int) -> RunSummary:  # fmt: skip
+               resumed: int, damaged: list[str] | None = None) -> RunSummary:  # fmt: skip
     ordered = sorted(episodes, key=lambda e: e.key)
     stops = Counter(e.answer.stop for e in ordered)
     cost: float | None = 0.0
@@ -119,6 +153,7 @@ def _summarize(out: Path, episodes: list[Episode], planned: int, done: int, skip
         episodes_s=round(sum(e.wall_s for e in ordered), 3),
         wall_s=round(wall, 3),
         resumed=resumed,
+        damaged_lines=list(damaged or []),
     )
 
 
@@ -126,6 +161,7 @@ def _model_section(model: Any, options: dict[str, Any], secrets: list[str]) -> t
     """(config part, manifest part) of the model, options redacted."""
     safe = redact(options, secrets)
     spec = redact(model if isinstance(model, str) else getattr(model, "id", repr(model)), secrets)
+    remember(*secrets)  # blanked wherever they show up later: errors, traces, reports
     compared = {k: v for k, v in sorted(safe.items()) if k not in RUNTIME_OPTIONS}
     return {"options": compared}, {"spec": spec, "options": safe}
 
@@ -165,7 +201,7 @@ class _Session:
                 f"(budget {budget.max_seconds:g} s + {self.timeout_slack:g} s slack)",
             )
         except Exception as exc:  # an agent's crash is a recorded episode, never the run's end
-            return Answer(stop="error", error=scrub(f"{type(exc).__name__}: {exc}", self.secrets))
+            return Answer(stop="error", error=redact_text(scrub(f"{type(exc).__name__}: {exc}", self.secrets)))
         if not isinstance(answer, Answer):
             return Answer(stop="error", error=f"agent {self.agent!r} returned {type(answer).__name__}, not an Answer")
         return answer
@@ -191,7 +227,8 @@ class _Session:
         )
 
     def config(self, model_config: dict[str, Any]) -> dict[str, Any]:
-        return scrub(
+        """The compared config, redacted exactly as the manifest is written (so a resume compares equal)."""
+        config = scrub(
             {
                 "suite": self.suite.config(),
                 "agent": self.agent,
@@ -204,14 +241,22 @@ class _Session:
             },
             self.secrets,
         )
+        return redact(config, by_key=False)
 
     async def execute(self, model_config: dict[str, Any], model_manifest: dict[str, Any]) -> RunSummary:
         make_agent = agent_factory(self.agent)
         began = time.perf_counter()
         config = self.config(model_config)
-        self.out.mkdir(parents=True, exist_ok=True)
+        try:
+            self.out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ManifestError(f"{self.out}: cannot create the run directory ({exc.strerror or exc})") from None
+        if not self.out.is_dir():
+            raise ManifestError(f"{self.out}: not a directory; use another --out")
         manifest_path, episodes_path = self.out / MANIFEST, self.out / EPISODES
         recorded = read_manifest(manifest_path)
+        if episodes_path.exists() and not episodes_path.is_file():
+            raise ManifestError(f"{episodes_path}: is a directory, not a JSON Lines file; move it aside")
         if recorded is None and episodes_path.exists() and episodes_path.stat().st_size:
             raise ManifestError(f"{episodes_path}: episodes without {MANIFEST}; use another --out")
         if recorded is not None and (diffs := config_differences(recorded["config"], config)):
@@ -239,7 +284,8 @@ class _Session:
         have: dict[EpisodeKey, Episode] = {e.key: e for e in found.episodes if e.key in keys}
         todo = [(t, e) for t, e in planned if (t.id, self.agent, e) not in have]
         log = EpisodeLog(episodes_path)
-        log.open(found.episodes, rewrite=found.damaged_tail or found.duplicates > 0)
+        verbatim = [b.raw + b"\n" for b in found.bad if b.raw.strip()]
+        log.open(found.episodes, rewrite=found.damaged_tail or found.duplicates > 0, verbatim=verbatim)
         slots, write_lock = asyncio.Semaphore(self.concurrency), asyncio.Lock()
         if self.progress:
             self.progress(None, len(have), len(planned))
@@ -261,7 +307,7 @@ class _Session:
             log.close()
         wall = time.perf_counter() - began
         summary = _summarize(self.out, [*have.values(), *self.finished], len(planned), len(self.finished),
-                             len(have), wall, resumed)  # fmt: skip
+                             len(have), wall, resumed, [str(b) for b in found.bad])  # fmt: skip
         manifest["sessions"][-1]["finished"] = utc_now()
         manifest["summary"] = summary.as_dict()
         write_manifest(manifest_path, scrub(manifest, self.secrets))

@@ -5,13 +5,23 @@ under ``records``/``data``/``questions``, a single record object, or JSON Lines.
 stops at a bad record: each unreadable record becomes a `Problem` naming the file, the record and
 the field, and the rest are read. A file that is not JSON at all raises `RecordsFileError` with the
 line and column.
+
+Every JSON a user hands hippocamp is read through `loads_json` / `read_json` / `json_objects`: the
+text is first scanned (strings skipped) for nesting deeper than `max_json_depth` (200 levels, or
+``HIPPOCAMP_MAX_JSON_DEPTH``) and for integers longer than Python converts
+(``sys.get_int_max_str_digits``), so a hostile file becomes a `JsonInputError` naming the file, line,
+column and field, never a RecursionError or a bare ValueError.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, Literal
 
@@ -20,7 +30,20 @@ from pydantic import ValidationError
 from hippocamp.schema.problems import Problem, short_repr
 from hippocamp.schema.record import HippoCampRecord
 
-__all__ = ["RecordsFile", "RecordsFileError", "dump_records", "json_objects", "read_records", "write_records"]
+__all__ = [
+    "DEFAULT_MAX_JSON_DEPTH",
+    "JsonInputError",
+    "RecordsFile",
+    "RecordsFileError",
+    "check_json",
+    "dump_records",
+    "json_objects",
+    "loads_json",
+    "max_json_depth",
+    "read_json",
+    "read_records",
+    "write_records",
+]
 
 Container = Literal["array", "object", "single", "jsonl"]
 _LIST_KEYS = ("records", "data", "questions", "items")
@@ -30,9 +53,171 @@ class RecordsFileError(Exception):
     """A records file that cannot be read at all (missing, not JSON, wrong top-level shape)."""
 
     def __init__(self, path: str | Path, message: str, line: int | None = None, column: int | None = None):
-        self.path, self.line, self.column = str(path), line, column
+        self.path, self.line, self.column, self.message = str(path), line, column, message
         where = f"{path}" + (f":{line}" if line is not None else "") + (f":{column}" if column is not None else "")
         super().__init__(f"{where}: {message}")
+
+
+class JsonInputError(RecordsFileError, ValueError):
+    """JSON that cannot be read safely: not JSON, nested too deep, a number too long, not text.
+    Names the file, the line and column, and the field where known."""
+
+
+#: the deepest nesting of arrays and objects read from a user's JSON (HIPPOCAMP_MAX_JSON_DEPTH overrides)
+DEFAULT_MAX_JSON_DEPTH = 200
+
+_STRING = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"')
+_KEY_BEFORE = re.compile(r'"((?:[^"\\\n]|\\.){0,200})"\s*:\s*$')
+
+
+def max_json_depth() -> int:
+    """The nesting limit: ``HIPPOCAMP_MAX_JSON_DEPTH`` when set to a positive integer, else 200."""
+    raw = os.environ.get("HIPPOCAMP_MAX_JSON_DEPTH", "").strip()
+    return int(raw) if raw.isdigit() and 0 < int(raw) <= 100_000 else DEFAULT_MAX_JSON_DEPTH
+
+
+def _int_limit() -> int:
+    limit = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 0
+    return limit or 0
+
+
+def _long_int(limit: int) -> re.Pattern[str]:
+    return re.compile(r"(?<![\w.+\-])-?\d{" + str(limit + 1) + r",}(?![\d.eE])")
+
+
+def _where(text: str, pos: int, line: int | None) -> tuple[int, int]:
+    """1-based (line, column) of ``pos``; ``line`` is the line the text starts on (JSON Lines)."""
+    start = text.rfind("\n", 0, pos) + 1
+    return (line or 1) + text.count("\n", 0, pos), pos - start + 1
+
+
+def _field_at(text: str, pos: int) -> str | None:
+    m = _KEY_BEFORE.search(text[max(0, pos - 400) : pos])
+    return m.group(1) if m else None
+
+
+def check_json(
+    text: str, path: str | Path = "<json>", line: int | None = None, depth: int | None = None, numbers: bool = True
+) -> None:
+    """Raise `JsonInputError` if ``text`` nests arrays/objects deeper than ``depth`` (default
+    `max_json_depth`) or (with ``numbers``) holds an integer longer than Python converts; strings are
+    skipped. Fast: strings are removed by one regular expression, then only brackets are counted."""
+    limit = depth or max_json_depth()
+    digits = _int_limit() if numbers else 0
+    if "[" not in text and "{" not in text and not digits:
+        return
+    bare = _STRING.sub("", text) if '"' in text else text
+    if bare.count("[") + bare.count("{") > limit:
+        brackets = _NOT_BRACKET.sub("", bare)
+        if max(accumulate(map(_DELTA.__getitem__, brackets)), default=0) > limit:
+            _raise_deep(text, path, line, limit)
+    if digits and len(bare) > digits and _long_int(digits).search(bare):
+        _raise_long_int(text, path, line, digits)
+
+
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_DELTA = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def _tokens(text: str, extra: str = "") -> Iterator[re.Match[str]]:
+    return re.finditer(_STRING.pattern + r"|[\[\]{}]" + extra, text)
+
+
+def _raise_deep(text: str, path: str | Path, line: int | None, limit: int) -> None:
+    message = f"nested deeper than {limit} levels (HIPPOCAMP_MAX_JSON_DEPTH); refused"
+    level = 0
+    for m in _tokens(text):
+        tok = m.group(0)
+        if tok in "[{":
+            level += 1
+            if level > limit:
+                ln, col = _where(text, m.start(), line)
+                raise JsonInputError(path, message, ln, col)
+        elif tok in "]}":
+            level -= 1
+    raise JsonInputError(path, message, line)
+
+
+def _raise_long_int(text: str, path: str | Path, line: int | None, digits: int) -> None:
+    pattern = _long_int(digits).pattern
+    for m in _tokens(text, "|" + pattern):
+        tok = m.group(0)
+        if tok[:1] in "-0123456789":
+            ln, col = _where(text, m.start(), line)
+            key = _field_at(text, m.start())
+            where = f"field {key!r}: " if key is not None else ""
+            raise JsonInputError(path, f"{where}{_long_int_message(len(tok.lstrip('-')), digits)}", ln, col)
+
+
+def _long_int_message(n: int, digits: int) -> str:
+    return f"a number of {n} digits, more than the {digits} Python converts; write it as a string"
+
+
+def loads_json(
+    text: str | bytes, path: str | Path = "<json>", line: int | None = None, depth: int | None = None
+) -> Any:
+    """``json.loads`` for a user's JSON: `check_json` first; any failure is a `JsonInputError` naming
+    ``path`` (and ``line``, the line the text starts on, for JSON Lines) with the line and column."""
+    if isinstance(text, bytes | bytearray):
+        try:
+            text = bytes(text).decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            ln = (line or 1) + bytes(text)[: exc.start].count(b"\n")
+            raise JsonInputError(path, f"not UTF-8 text (byte {exc.start})", ln) from None
+    check_json(text, path, line, depth)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise JsonInputError(path, f"not valid JSON: {exc.msg}", (line or 1) + exc.lineno - 1, exc.colno) from None
+    except (ValueError, RecursionError) as exc:  # what the scan missed: never a traceback
+        raise JsonInputError(path, f"not readable JSON: {type(exc).__name__}: {str(exc)[:200]}", line) from None
+
+
+def read_json(path: str | Path, what: str = "JSON file", depth: int | None = None) -> Any:
+    """The JSON value of the file at ``path``; a missing file, a folder, unreadable bytes or bad JSON
+    is a `JsonInputError` naming the file (``what`` says what was expected there)."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise JsonInputError(path, "no such file") from None
+    except IsADirectoryError:
+        raise JsonInputError(path, f"is a directory, not a {what}") from None
+    except OSError as exc:
+        raise JsonInputError(path, f"cannot read: {exc.strerror or exc}") from None
+    return loads_json(data, path, depth=depth)
+
+
+class _TooLong:
+    """An integer too long to convert, kept in place so the record holding it is reported, not the file."""
+
+    def __init__(self, text: str):
+        self.digits = len(text.lstrip("-"))
+
+    def __repr__(self) -> str:
+        return f"<a number of {self.digits} digits>"
+
+    __str__ = __repr__
+
+
+def _too_long_path(value: Any, prefix: str = "") -> tuple[str, _TooLong] | None:
+    if isinstance(value, _TooLong):
+        return prefix, value
+    if isinstance(value, dict):
+        items: Any = ((f"{prefix}.{k}" if prefix else str(k), v) for k, v in value.items())
+    elif isinstance(value, list):
+        items = ((f"{prefix}[{i}]", v) for i, v in enumerate(value))
+    else:
+        return None
+    for sub, v in items:
+        if (found := _too_long_path(v, sub)) is not None:
+            return found
+    return None
+
+
+def _lenient_int(text: str) -> int | _TooLong:
+    digits = _int_limit()
+    return _TooLong(text) if digits and len(text.lstrip("-")) > digits else int(text)
 
 
 @dataclass
@@ -58,22 +243,29 @@ def json_objects(path: str | Path, text: str | None = None) -> Iterator[tuple[in
     """The JSON objects of a JSON Lines file with their 1-based line numbers (blank lines skipped).
     A line that is not JSON, or not an object, raises `RecordsFileError` naming the file, line and column."""
     if text is None:
-        text = Path(path).read_text(encoding="utf-8")
+        try:
+            text = Path(path).read_bytes().decode("utf-8-sig")
+        except IsADirectoryError:
+            raise JsonInputError(path, "is a directory, not a JSON Lines file") from None
+        except UnicodeDecodeError as exc:
+            raise JsonInputError(path, f"not UTF-8 text (byte {exc.start})") from None
+        except OSError as exc:
+            raise JsonInputError(path, f"cannot read: {exc.strerror or exc}") from None
     for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise RecordsFileError(path, f"not JSON ({exc.msg})", n, exc.colno) from None
+        item = loads_json(line, path, n)
         if not isinstance(item, dict):
             raise RecordsFileError(path, "expected a JSON object", n)
         yield n, item
 
 
 def _decode(path: Path, text: str) -> tuple[Any, Container]:
+    """The file's JSON (or JSON Lines) value; integers too long to convert are kept as `_TooLong`
+    so that the record holding one is reported with its field, and the others are read."""
+    check_json(text, path, numbers=False)  # long integers are reported per record
     try:
-        return json.loads(text), "array"
+        return json.loads(text, parse_int=_lenient_int), "array"
     except json.JSONDecodeError as exc:
         first_error = exc
     # JSON Lines: every non-blank line a JSON object
@@ -82,7 +274,7 @@ def _decode(path: Path, text: str) -> tuple[Any, Container]:
         items = []
         for n, line in lines:
             try:
-                items.append(json.loads(line))
+                items.append(json.loads(line, parse_int=_lenient_int))
             except json.JSONDecodeError as exc:
                 raise RecordsFileError(path, f"not valid JSON Lines: {exc.msg}", n, exc.colno) from None
         return items, "jsonl"
@@ -120,6 +312,22 @@ def read_records(path: str | Path) -> RecordsFile:
     seen: dict[str, int] = {}
     for index, item in enumerate(items):
         rid = item.get("id") if isinstance(item, dict) else None
+        if (too_long := _too_long_path(item)) is not None:
+            where, number = too_long
+            out.problems.append(
+                Problem(
+                    severity="error",
+                    rule="schema",
+                    file=str(path),
+                    record_id=None if rid is None or isinstance(rid, _TooLong) else str(rid),
+                    record_index=index,
+                    field=where,
+                    message=f"record cannot be read: {_long_int_message(number.digits, _int_limit())}",
+                    found=repr(number),
+                )
+            )
+            continue
+        shown_id = None if rid is None else _short_id(rid)
         try:
             record = HippoCampRecord.model_validate(item)
         except ValidationError as exc:
@@ -129,13 +337,27 @@ def read_records(path: str | Path) -> RecordsFile:
                         severity="error",
                         rule="schema",
                         file=str(path),
-                        record_id=None if rid is None else str(rid),
+                        record_id=shown_id,
                         record_index=index,
                         field=_loc(err.get("loc", ())),
-                        message=f"record cannot be read: {str(err.get('msg', '')).removeprefix('Value error, ')}",
+                        message=f"record cannot be read: {_readable(str(err.get('msg', '')))}",
                         found=short_repr(err.get("input")),
                     )
                 )
+            continue
+        except (ValueError, TypeError, RecursionError) as exc:  # e.g. agent_cap: a JSON string nested too deep
+            where, why = _deep_string(item) or ("", f"{type(exc).__name__}: {_readable(str(exc))[:300]}")
+            out.problems.append(
+                Problem(
+                    severity="error",
+                    rule="schema",
+                    file=str(path),
+                    record_id=shown_id,
+                    record_index=index,
+                    field=where,
+                    message=f"record cannot be read: {why}",
+                )
+            )
             continue
         if record.key in seen:
             out.problems.append(
@@ -154,6 +376,32 @@ def read_records(path: str | Path) -> RecordsFile:
         out.records.append(record)
         out.indices.append(index)
     return out
+
+
+def _deep_string(item: Any) -> tuple[str, str] | None:
+    """(field, reason) of a top-level string field holding JSON that cannot be read safely."""
+    if not isinstance(item, dict):
+        return None
+    for key, value in item.items():
+        if isinstance(value, str) and value.lstrip()[:1] in ("[", "{"):
+            try:
+                check_json(value)
+            except JsonInputError as exc:
+                return str(key), f"the JSON in this string is {str(exc).split(': ', 1)[-1]}"
+    return None
+
+
+def _short_id(rid: Any) -> str:
+    text = str(rid)
+    return text if len(text) <= 80 else f"{text[:40]}…({len(text)} characters)"
+
+
+def _readable(message: str) -> str:
+    message = message.removeprefix("Value error, ")
+    if "integer string conversion" in message:
+        digits = re.search(r"value has (\d+) digits", message)
+        return _long_int_message(int(digits.group(1)) if digits else 0, _int_limit())
+    return message
 
 
 def _loc(loc: tuple[Any, ...]) -> str:

@@ -15,32 +15,56 @@ import json
 from pathlib import Path
 from typing import Any
 
-from hippocamp.schema.io import RecordsFileError, json_objects
+from hippocamp.redact import redact, redact_text
+from hippocamp.schema.io import JsonInputError, RecordsFileError, check_json, json_objects, loads_json
 from hippocamp.scoring.evidence import file_scores
 from hippocamp.scoring.judge import Judge
 
-__all__ = ["read_rows", "score_rows"]
+__all__ = ["read_rows", "score_rows", "write_results"]
 
 FIELDS = ("query_id", "question", "answer", "ground_truth", "ground_file_list", "agent_file_list")
 
 
 def read_rows(path: str | Path) -> list[dict[str, Any]]:
-    """Rows of the release evaluator's input; a row missing a field is an error naming it."""
+    """Rows of the release evaluator's input (a JSON array, one object, or JSON Lines); a row that is
+    not an object or misses a field is an error naming the file, the row (or line) and the field. The
+    JSON is read safely (`hippocamp.schema.io.loads_json`: nesting and number limits)."""
     path = Path(path)
-    text = path.read_text(encoding="utf-8")
     try:
-        data = json.loads(text)
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    check_json(text, path)  # deep nesting or a huge number: refused with the line, for both layouts
+    numbered: list[tuple[str, Any]]
+    try:
+        data = loads_json(text, path)
         rows = data if isinstance(data, list) else [data]
-    except ValueError:
+        numbered = [(f"row {i}", row) for i, row in enumerate(rows, start=1)]
+    except JsonInputError as whole:
         try:
-            rows = [row for _, row in json_objects(path, text)]
+            numbered = [(f"line {n}", row) for n, row in json_objects(path, text)]
         except RecordsFileError as exc:
-            raise ValueError(str(exc)) from None
-    for i, row in enumerate(rows):
+            raise ValueError(str(exc if text.lstrip().startswith("{") else whole)) from None
+    for where, row in numbered:
+        if not isinstance(row, dict):
+            raise ValueError(f"{path}: {where}: expected a JSON object with {', '.join(FIELDS)}, "
+                             f"found {type(row).__name__}")  # fmt: skip
         missing = [f for f in FIELDS if f not in row]
         if missing:
-            raise ValueError(f"{path}: row {i + 1} (query_id {row.get('query_id')!r}) lacks {', '.join(missing)}")
-    return rows
+            qid = row.get("query_id")
+            raise ValueError(f"{path}: {where} (query_id {qid!r}): field(s) {', '.join(missing)} missing")
+    return [row for _, row in numbered]
+
+
+def write_results(out: Path, results: list[dict[str, Any]], aggregate: dict[str, Any]) -> Path:
+    """Write the per-query JSON Lines to ``out`` and the aggregate beside it, every string redacted;
+    returns the aggregate's path."""
+    out.write_text("".join(redact_text(json.dumps(r, ensure_ascii=False)) + "\n" for r in results), encoding="utf-8")
+    agg_path = out.with_name(out.stem + ".aggregate.json")
+    agg_path.write_text(json.dumps(redact(aggregate, by_key=False), indent=2) + "\n", encoding="utf-8")
+    return agg_path
 
 
 def _paths(value: Any) -> list[str]:
@@ -48,11 +72,13 @@ def _paths(value: Any) -> list[str]:
         return []
     if isinstance(value, str):
         try:
-            parsed = json.loads(value)
+            parsed = loads_json(value, "file list")
             return [str(p) for p in parsed] if isinstance(parsed, list) else [value]
         except ValueError:
             return [p.strip() for p in value.split(",") if p.strip()]
-    return [str(p) for p in value]
+    if isinstance(value, list | tuple):
+        return [str(p) for p in value]
+    return [str(value)]
 
 
 async def score_rows(rows: list[dict[str, Any]], judge: Judge, concurrency: int = 4) -> tuple[list[dict], dict]:

@@ -5,7 +5,9 @@ of the cited files against the gold ``file_path`` (both conventions), and atomic
 of the cited evidence against the gold evidence. A line is keyed by (task, agent, epoch, judge, mode):
 re-scoring skips what is scored (a judgment that came back ``unscored`` is tried again), and a kill
 loses at most the line being written. ``scores.summary.json`` holds the aggregates (`stats.aggregate`
-plus confidence intervals, pass^k over epochs, unscored counts).
+plus confidence intervals, pass^k over epochs, unscored counts). A damaged line of ``episodes.jsonl``
+or ``scores.jsonl`` (not the last) is reported with its line number and skipped; the rest is scored.
+Judge ids are redacted (a key in a judge's model URL never reaches a file).
 """
 
 from __future__ import annotations
@@ -21,12 +23,13 @@ from pydantic import BaseModel
 
 from hippocamp.dataset.profile import load_profile
 from hippocamp.durable import DurableLog, read_lines
+from hippocamp.redact import redact, redact_text
 from hippocamp.schema.record import HippoCampRecord
 from hippocamp.scoring.evidence import au_scores, file_scores
 from hippocamp.scoring.judge import Judge, Judgment, Panel
 from hippocamp.scoring.stats import ScoredItem, aggregate, bootstrap_ci, outcomes_by_question, pass_hat_k
 
-__all__ = ["SCORES", "SUMMARY", "ScoreLine", "load_scores", "score_run"]
+__all__ = ["SCORES", "SUMMARY", "ScoreLine", "load_scores", "read_run_manifest", "score_run", "write_summary"]
 
 SCORES = "scores.jsonl"
 SUMMARY = "scores.summary.json"
@@ -64,16 +67,48 @@ def load_scores(run_dir: Path) -> list[ScoreLine]:
     return read_lines(run_dir / SCORES, ScoreLine.model_validate, lambda s: s.key, "a score line").items
 
 
+def read_run_manifest(run_dir: Path, required: bool = True) -> dict[str, Any]:
+    """A run directory's ``manifest.json`` (``{}`` when absent and not ``required``); a manifest that
+    cannot be read raises ValueError naming the file, line and column."""
+    from hippocamp.schema.io import read_json
+
+    path = Path(run_dir) / "manifest.json"
+    if not path.exists():
+        if not Path(run_dir).is_dir():
+            raise FileNotFoundError(f"{run_dir}: no such run directory")
+        if required:
+            raise FileNotFoundError(f"{run_dir}: no manifest.json; is this a run directory?")
+        return {}
+    manifest = read_json(path, "run manifest")
+    if not isinstance(manifest, dict):
+        raise ValueError(f"{path}: not a run manifest (a JSON object), found {type(manifest).__name__}")
+    suite = manifest.get("suite", {})
+    if not isinstance(suite, dict):
+        raise ValueError(f"{path}: field 'suite': expected an object, found {type(suite).__name__}")
+    return manifest
+
+
+def write_summary(path: Path, summary: dict[str, Any]) -> None:
+    """Write ``scores.summary.json`` with every string redacted."""
+    data = redact(json.loads(json.dumps(summary, default=str)), by_key=False)
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
 def _gold(run_dir: Path) -> tuple[dict[str, HippoCampRecord], dict[str, Any]]:
+    from hippocamp.dataset.profile import ProfileError
+    from hippocamp.schema.io import RecordsFileError
+
+    manifest = read_run_manifest(run_dir)
     manifest_path = run_dir / "manifest.json"
-    if not manifest_path.is_file():
-        raise FileNotFoundError(f"{run_dir}: no manifest.json; is this a run directory?")
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     suite = manifest.get("suite", {})
     records = suite.get("records")
-    if not records:
+    if not records or not isinstance(records, str):
         raise ValueError(f"{manifest_path}: field suite.records is missing; cannot find the gold records")
-    profile = load_profile(records, root=suite.get("root"))
+    root = suite.get("root")
+    try:
+        profile = load_profile(records, root=root if isinstance(root, str) else None)
+    except (ProfileError, RecordsFileError) as exc:
+        raise ValueError(f"{manifest_path}: field suite.records: the gold records cannot be read: {exc}") from None
     return {r.key: r for r in profile.records}, manifest
 
 
@@ -135,8 +170,7 @@ async def score_run(
     from hippocamp.runs.episodes import read_episodes
 
     run_dir = Path(run_dir)
-    mpath = run_dir / "manifest.json"
-    manifest = json.loads(mpath.read_text(encoding="utf-8")) if mpath.is_file() else {}
+    manifest = read_run_manifest(run_dir, required=False)
     if manifest.get("suite", {}).get("kind") == "pcontext":  # P-ContextBench personas: the rubrics
         from hippocamp.scoring.pcontext import score_pcontext_run
 
@@ -144,7 +178,7 @@ async def score_run(
     gold, _ = _gold(run_dir)
     episodes = read_episodes(run_dir / "episodes.jsonl").episodes
     judges = judge.judges if isinstance(judge, Panel) else [judge]
-    judge_id = ",".join(j.id for j in judges)
+    judge_id = redact_text(",".join(j.id for j in judges))  # as written: keys compare equal on a re-run
     mode = judges[0].mode
     found = read_lines(run_dir / SCORES, ScoreLine.model_validate, lambda s: s.key, "a score line")
     done = {s.key: s for s in found.items if s.status == "ok"}
@@ -152,7 +186,8 @@ async def score_run(
     todo = [e for e in episodes if (e.task_id, e.agent, e.epoch, judge_id, mode) not in done and e.task_id in gold]
     missing_gold = sorted({e.task_id for e in episodes if e.task_id not in gold})
     log = DurableLog(run_dir / SCORES)
-    log.open([s.line() for s in keep], rewrite=found.damaged_tail or len(keep) != len(found.items))
+    rewrite = found.damaged_tail or len(keep) != len(found.items)
+    log.open([*found.kept_bad_lines(), *(s.line() for s in keep)], rewrite=rewrite)
     sem, lock = asyncio.Semaphore(concurrency), asyncio.Lock()
     finished = 0
 
@@ -165,6 +200,7 @@ async def score_run(
             else:
                 judgment = await judge.judge(record.question, record.answer, episode.answer.text)
         judgment.judge = judge_id
+        judgment.error = redact_text(judgment.error) if judgment.error else judgment.error
         line = _line(episode, record, judgment, mode, slack, iou)
         async with lock:
             await asyncio.to_thread(log.append, line.line())
@@ -178,7 +214,7 @@ async def score_run(
         log.close()
     lines = [s for s in load_scores(run_dir) if s.judge == judge_id and s.mode == mode]
     summary = summarize_scores(lines, gold)
-    (run_dir / SUMMARY).write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_summary(run_dir / SUMMARY, summary)
     return ScoreReport(
         scored=len(todo), skipped=len(done), unscored=sum(s.correct is None for s in lines), missing_gold=missing_gold,
         summary=summary,
