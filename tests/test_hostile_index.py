@@ -457,3 +457,28 @@ def test_pages_and_events_are_read_up_to_their_caps(tmp_path: Path) -> None:
     assert pdf.status == "partial" and pdf.notes == ["5 pages: the first 2 read (max_pages)"]
     ics = perceive_file(tmp_path, "many.ics", options)
     assert len(ics.segments) == 3 and ics.notes == ["more than 3 events: the rest not read (max_events)"]
+
+
+@pytest.mark.timeout(120)
+def test_a_run_over_a_profile_with_a_bad_name_goes_on(tmp_path: Path) -> None:
+    """`hippocamp run` stopped on a name that is not UTF-8 (the store could not write it)."""
+    import json
+    import shutil
+
+    from click.testing import CliRunner
+
+    from hippocamp.cli import main
+    from hippocamp.examples import example_profile
+
+    profile = tmp_path / "Mira"
+    shutil.copytree(example_profile(), profile)
+    tree = next(p for p in profile.iterdir() if p.is_dir())
+    (tree / os.fsdecode(b"bad\xff\xfe.txt")).write_text("an otter invoice\n")
+    os.mkfifo(tree / "pipe.txt")
+    out = tmp_path / "run"
+    args = ["run", "--suite", str(profile), "--agent", "rag", "--model", "mock", "--out", str(out), "--limit", "2"]
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    episodes = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
+    assert len(episodes) == 2
+    (out / "episodes.jsonl").read_bytes().decode("utf-8")  # valid UTF-8 throughout

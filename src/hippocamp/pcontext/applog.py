@@ -18,7 +18,6 @@ beside the text, because a small model copies "yesterday" instead of computing t
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import shutil
 from dataclasses import dataclass, field
@@ -33,7 +32,7 @@ from hippocamp.paths import cache_dir
 from hippocamp.pcontext.timeref import annotate
 from hippocamp.perceive.run import FileResult, file_info
 from hippocamp.runs.suite import Suite, SuiteError, SuiteOptions
-from hippocamp.schema.io import RecordsFileError, json_objects
+from hippocamp.schema.io import RecordsFileError, json_objects, read_json
 from hippocamp.schema.locators import parse_locator
 from hippocamp.schema.segment import Segment
 from hippocamp.store import Store
@@ -89,10 +88,14 @@ def read_persona(d: Path) -> PersonaLogs:
     pid = str(cases[0].get("persona_id")) if cases and cases[0].get("persona_id") else d.name
     name = pid
     for meta_file in ("persona.json", "source.json"):
-        try:
-            data = json.loads((d / meta_file).read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
+        if not (d / meta_file).is_file():
             continue
+        try:
+            data = read_json(d / meta_file)
+        except ValueError as exc:  # a JsonInputError: names the file, the line and why
+            raise SuiteError(str(exc)) from None
+        if not isinstance(data, dict):
+            raise SuiteError(f"{d / meta_file}: a JSON object was expected, not {type(data).__name__}")
         name = str((data.get("seed") or {}).get("name") or data.get("name") or name)
         break
     for case in cases:

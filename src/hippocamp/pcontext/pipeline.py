@@ -355,7 +355,7 @@ async def _stage_logs(
         have = {}
         done.damaged_tail = True
         done.items.clear()
-    log = DurableLog(path)
+    log = DurableLog(path, redact=False)  # generated text, kept exactly (resumes byte-identical)
     log.open(keep=[(c.model_dump_json() + "\n").encode() for c in done.items], rewrite=done.damaged_tail)
     try:
         sem = asyncio.Semaphore(run.cfg.concurrency if run.model is not None else 1)
@@ -417,7 +417,7 @@ async def _stage_written(run: _Run, ctx: LogContext, clusters: list[Cluster], d:
     done = read_lines(path, modelgen.WrittenBatch.model_validate, key=lambda b: b.id, what="a batch of filler")
     have = {b.id: b for b in done.items}
     people = [name for name, _ in third_people(ctx, ctx.rng("written", "people"))]
-    log = DurableLog(path)
+    log = DurableLog(path, redact=False)  # generated text, kept exactly (resumes byte-identical)
     log.open(keep=[(b.model_dump_json() + "\n").encode() for b in done.items], rewrite=done.damaged_tail)
     model, pid = run.model, ctx.persona.id
     try:

@@ -16,7 +16,6 @@ same JSON (see `hippocamp.schema._shape`).
 
 from __future__ import annotations
 
-import json
 from typing import Any, ClassVar
 
 from pydantic import AliasChoices, Field, SerializeAsAny, field_validator
@@ -198,12 +197,12 @@ class HippoCampRecord(Shaped):
             if not cap.strip():
                 data["agent_cap"] = None
             else:
+                from hippocamp.schema.io import JsonInputError, loads_json
+
                 try:
-                    data["agent_cap"] = AgentCap.model_validate(json.loads(cap))
-                except json.JSONDecodeError as exc:
-                    raise ValueError(
-                        f"agent_cap is a string but not valid JSON ({exc.msg} at char {exc.pos})"
-                    ) from None
+                    data["agent_cap"] = AgentCap.model_validate(loads_json(cap, "agent_cap"))
+                except JsonInputError as exc:
+                    raise ValueError(f"agent_cap is a string but not valid JSON ({exc.message})") from None
         for key in ("evidence", "rationale"):
             if key in data and data[key] is None:
                 data[key] = []

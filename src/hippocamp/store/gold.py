@@ -18,6 +18,7 @@ from typing import Any
 from hippocamp.models.local_models import sha256_of
 from hippocamp.perceive.run import FileResult, file_info
 from hippocamp.schema.filetypes import modality_of
+from hippocamp.schema.io import read_json
 from hippocamp.schema.locators import Locator, PageLocator, TimeRange, parse_timestamp
 from hippocamp.schema.segment import Segment
 
@@ -39,9 +40,9 @@ class GoldIndex:
         index = cls()
         for path in sorted(folder.rglob("*.json")):
             try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-                index.problems.append(f"{path}: not readable Gold JSON ({exc})")
+                data = read_json(path, "HippoCamp_Gold JSON")
+            except ValueError as exc:  # a JsonInputError: not JSON, too deep, unreadable; names the file
+                index.problems.append(f"not readable Gold JSON: {exc}")
                 continue
             if not isinstance(data, dict) or "segments" not in data:
                 index.problems.append(f"{path}: no 'segments' (not a HippoCamp_Gold file)")
@@ -73,7 +74,7 @@ class GoldIndex:
         gold = self.find(rel)
         if gold is None:
             return None
-        data = json.loads(gold.read_text(encoding="utf-8"))
+        data = read_json(gold, "HippoCamp_Gold JSON")
         path = root / rel
         result = FileResult(rel, file_info(path), modality_of(rel) or "other", "ok", reader="gold")
         result.sha256 = sha256_of(path)

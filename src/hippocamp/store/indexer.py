@@ -279,7 +279,11 @@ def index_profile(
 
     perceive_todo = []
     for entry in todo:
-        gold_result = gold.result_for(root, entry.rel) if gold else None
+        try:
+            gold_result = gold.result_for(root, entry.rel) if gold else None
+        except Exception as exc:  # Gold JSON that is not what it says: recorded, the file is not lost
+            reason = f"its HippoCamp_Gold JSON is unusable: {type(exc).__name__}: {exc}"
+            gold_result = FileResult(entry.rel, None, modality_of(entry.rel) or "other", "failed", reason=reason)
         if gold_result is not None:
             record(entry, gold_result)
             report.from_gold += 1
