@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,7 @@ import pytest
 from hippocamp.agents.base import Budget, Task
 from hippocamp.agents.terminal import parse_turn
 from hippocamp.envs.files import FilesEnv
+from hippocamp.envs.terminal import Terminal
 from hippocamp.models import get_model
 from hippocamp.models.errors import ModelError
 from hippocamp.registry import get
@@ -83,3 +86,24 @@ def test_budget_and_protocol_and_model_errors(env: FilesEnv) -> None:
     answer, _ = run(env, [tool("pwd"), ModelError("server went away")])
     assert answer.stop == "error" and "server went away" in answer.error
     assert [s.kind for s in answer.trace] == ["model", "tool"]
+
+
+def test_commands_run_off_the_event_loop_until_the_episode_ends(env: FilesEnv, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[int, float]] = []
+    run_command = Terminal.run
+
+    def spy(self: Terminal, command: str, *, timeout: float | None = None) -> Any:
+        assert self.deadline is not None
+        calls.append((threading.get_ident(), self.deadline - time.monotonic()))
+        return run_command(self, command, timeout=timeout)
+
+    monkeypatch.setattr(Terminal, "run", spy)
+    answer, _ = run(env, [tool("pwd"), tool("ls"), "<answer>done</answer>"], Budget(max_seconds=30))
+    assert answer.stop == "answered" and len(calls) == 2
+    assert all(thread != threading.get_ident() for thread, _ in calls)  # the event loop stays free
+    assert all(0 < left <= 30 for _, left in calls)  # the episode's wall clock is the commands' deadline
+
+
+def test_files_named_in_an_answer_that_cannot_exist_are_dropped(env: FilesEnv) -> None:
+    answer, _ = run(env, [f"<answer>no</answer><files>{'a' * 300}; x\x00y</files>"])
+    assert answer.stop == "answered" and answer.files == []

@@ -90,3 +90,20 @@ def test_terminal_reads_the_store(env: FilesEnv) -> None:
     lease = next(p for p in json.loads(out.text)["data"] if "Lease" in p)
     txt = json.loads(term.run(f'return_txt "{lease}"').text)
     assert txt["success"] and any("Monthly rent" in item["content"] for item in txt["data"])
+
+
+def test_errors_never_show_the_host_path(env: FilesEnv) -> None:
+    host = str(env.sandbox.root)
+    for tool, args in [("read", {"path": "a" * 300}), ("metadata", {"path": "/" + "a" * 300}),
+                       ("read", {"path": "a" * 300 + "/x.pdf", "locator": "page 1"})]:  # fmt: skip
+        obs = env.call(tool, args)
+        assert not obs.ok and obs.error and "File name too long" in obs.error, (tool, obs)
+        assert host not in obs.text and host not in obs.error
+        assert "a" * 300 in obs.error  # the path as the agent gave it
+
+
+def test_the_terminal_keeps_the_hard_link_rule(env: FilesEnv) -> None:
+    assert env.terminal().hard_links == "inside"
+    trusting = FilesEnv(env.root, env.store, hard_links="any")
+    assert trusting.terminal(budget_chars=10).hard_links == "any"
+    assert trusting.terminal(hard_links="inside").hard_links == "inside"

@@ -153,6 +153,34 @@ def test_financebench_import(financebench_dir: Path, tmp_path: Path):
     assert [p.name for p in flat.profiles] == ["Finance"] and flat.profiles[0].validation["errors"] == 0
 
 
+def test_financebench_hard_links_are_trusted_by_its_suite_only(financebench_dir: Path, tmp_path: Path):
+    """The importer hard-links the filings; the terminal refuses a file sharing its inode with a file
+    outside the profile, except in a suite whose import report says hippocamp made those links."""
+    from hippocamp.runs.suite import SuiteOptions, load_suite
+
+    out = tmp_path / "out"
+    result = import_financebench(financebench_dir, out, name="Finance")
+    if result.linked == 0:
+        pytest.skip("this file system cannot hard-link")
+    rel = "Work/Filings/Acme Corp/2022/ACME_2022_10K.pdf"
+    options = SuiteOptions(ocr=False, asr=False, embed=False, workers=1, store=tmp_path / "s.sqlite")
+    suite = load_suite(out, options)
+    try:
+        assert suite.hard_links == "any"
+        obs = suite.env().terminal().run(f"return_txt '/{rel}'")
+        assert obs.text.startswith('{"success":true')
+    finally:
+        suite.close()
+    (out / "Finance.import.json").unlink()  # the same tree without hippocamp's word for its links
+    suite = load_suite(out, options)
+    try:
+        assert suite.hard_links == "inside"
+        obs = suite.env().terminal().run(f"return_txt '/{rel}'")
+        assert obs.text.startswith('{"success":false')
+    finally:
+        suite.close()
+
+
 def test_financebench_is_deterministic(financebench_dir: Path, tmp_path: Path):
     first = import_financebench(financebench_dir, tmp_path / "a")
     second = import_financebench(financebench_dir, tmp_path / "b")

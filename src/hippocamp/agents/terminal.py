@@ -4,11 +4,14 @@ The model thinks in ``<think>``, runs one command per turn as
 ``<tool>{"name": "terminal", "arguments": {"command": ...}}</tool>`` and ends with
 ``<answer>...</answer>`` (and ``<files>a; b</files>``), 20 turns by default (the budget's
 ``max_steps``). A malformed turn gets one corrective observation; escapes are refused by the
-terminal and counted.
+terminal and counted. Each command runs off the event loop with the episode's remaining wall clock
+as its deadline, so a command that would take longer stops ("timed out") and the episode ends on
+time with its trace.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import time
@@ -51,6 +54,9 @@ class TerminalAgent:
     async def solve(self, task: Task, env: Any, model: Any, budget: Budget) -> Answer:
         meter = Meter(budget)
         terminal = env.terminal(budget_chars=6000)
+        left = meter.remaining_seconds()
+        if left is not None:  # no command runs past the episode's wall clock
+            terminal.deadline = time.monotonic() + left
         system = load_prompt("terminal.md", max_steps=budget.max_steps)
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": system},
@@ -95,7 +101,7 @@ class TerminalAgent:
                     meter.observe("protocol", None, reply)
                     continue
                 began = time.perf_counter()
-                obs = terminal.run(command)
+                obs = await asyncio.to_thread(terminal.run, command)  # off the loop: the runner's timeout can fire
                 meter.observe("terminal", {"command": command}, obs.text, time.perf_counter() - began)
                 read += [p for p in _paths_of(command) if p not in read]
                 messages.append({"role": "user", "content": f"<observation>{obs.text}</observation>"})
@@ -123,6 +129,9 @@ def _existing(terminal: Any, paths: list[str]) -> list[str]:
     out: list[str] = []
     for p in paths:
         rel = p.strip().strip("'\"`").lstrip("/")
-        if rel and terminal.sandbox.allows(rel) and terminal.sandbox.resolve(rel).is_file() and rel not in out:
-            out.append(rel)
+        try:
+            if rel and terminal.sandbox.allows(rel) and terminal.sandbox.resolve(rel).is_file() and rel not in out:
+                out.append(rel)
+        except (OSError, ValueError):  # a name too long, a NUL byte: not a file of the profile
+            continue
     return out

@@ -58,6 +58,15 @@ def _open_store(profile: Path, store_path: Path | None, create: bool):  # type: 
 @click.option("--no-ocr", is_flag=True, help="Do not OCR images and video frames.")
 @click.option("--no-asr", is_flag=True, help="Do not transcribe audio and video.")
 @click.option("--retry-failed", is_flag=True, help="Read again files that failed last time.")
+@click.option("--time-limit", type=click.FloatRange(min=1), default=45, show_default=True,
+              help="Seconds a reader gets per file, plus --time-per-mb per MB; then it is stopped and the "
+              "file recorded as failed.")  # fmt: skip
+@click.option("--time-per-mb", type=click.FloatRange(min=0), default=10, show_default=True,
+              help="Extra seconds per MB of the file (transcribing an hour of speech takes minutes).")  # fmt: skip
+@click.option("--memory-limit", type=click.IntRange(min=64), default=1536, show_default=True,
+              help="MB a reader process may use; a file that needs more is recorded as failed.")  # fmt: skip
+@click.option("--in-process", is_flag=True,
+              help="Read in this process, without the workers' time and memory limits (trusted files).")  # fmt: skip
 @click.option("--rebuild", is_flag=True, help="Delete the store first and index everything anew.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def index(
@@ -71,17 +80,23 @@ def index(
     no_ocr: bool,
     no_asr: bool,
     retry_failed: bool,
+    time_limit: float,
+    time_per_mb: float,
+    memory_limit: int,
+    in_process: bool,
     rebuild: bool,
     as_json: bool,
 ) -> None:
     """Index PROFILE: read new and changed files into its store, drop vanished ones, embed segments.
 
-    Safe to interrupt: the next run continues. Every file that cannot be read is recorded with its
-    reason and listed at the end; the run goes on.
+    Safe to interrupt: the next run continues. Files are read in worker processes, each file under a
+    time and memory limit; a file that cannot be read (or hits a limit) is recorded with its reason,
+    listed at the end, and not read again until it changes or --retry-failed; the run goes on.
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from hippocamp.perceive.base import PerceiveOptions
+    from hippocamp.perceive.wall import ReadLimits
     from hippocamp.store import IndexOptions, index_profile
 
     if rebuild:
@@ -93,9 +108,11 @@ def index(
     root, store = _open_store(profile, store_path, create=True)
     perceive = PerceiveOptions(max_bytes=int(max_mb * 1024 * 1024), ocr=not no_ocr, asr=not no_asr)
     kwargs = {"workers": workers} if workers else {}
+    limits = ReadLimits(seconds=time_limit, seconds_per_mb=time_per_mb, memory_mb=memory_limit)
     options = IndexOptions(
-        perceive=perceive, embed=not no_embed, embedder=embedder, gold_dir=gold_dir, retry_failed=retry_failed, **kwargs
-    )
+        perceive=perceive, embed=not no_embed, embedder=embedder, gold_dir=gold_dir, retry_failed=retry_failed,
+        isolate=not in_process, limits=limits, **kwargs,
+    )  # fmt: skip
     out = console(stderr=as_json)
     with Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),

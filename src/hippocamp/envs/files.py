@@ -132,13 +132,16 @@ class FilesEnv:
     owner: str | None = None
 
     def __init__(self, root: Path | str, store: Any, searcher: Any | None = None, *, max_chars: int = 6000,
-                 max_list: int = 200):  # fmt: skip
+                 max_list: int = 200, hard_links: str = "inside"):  # fmt: skip
         self.root = Path(root)
         self.store = store
         self._searcher = searcher
         self.sandbox = Sandbox(self.root)
         self.max_chars = max_chars
         self.max_list = max_list
+        #: what the terminal does with a file hard-linked from outside the profile: "inside" refuses it,
+        #: "any" reads it (a profile imported as hard links to trusted source files)
+        self.hard_links = hard_links
         self.calls = 0
 
     @property
@@ -168,8 +171,16 @@ class FilesEnv:
             return _error(f"bad arguments for {name}: {exc}")
         except SandboxError as exc:
             return _error(f"refused: {exc} (paths stay inside the profile)")
+        except OSError as exc:  # named by the path the agent gave (a name too long, ...), never the host's
+            where = args.get("path") if isinstance(args.get("path"), str) else None
+            return _error(f"{name}: {where + ': ' if where else ''}{exc.strerror or type(exc).__name__}")
         except Exception as exc:  # a tool failure is an observation, never a crash of the episode
-            return _error(f"{name} failed: {type(exc).__name__}: {exc}")
+            return _error(f"{name} failed: {type(exc).__name__}: {self._scrub(str(exc))}")
+
+    def _scrub(self, text: str) -> str:
+        """``text`` without the host path of the profile (a last guard for error messages)."""
+        root = str(self.sandbox.root)
+        return text.replace(root + "/", "/").replace(root, "/") if root in text else text
 
     def _rel(self, path: str) -> str:
         resolved = self.sandbox.resolve(path)
@@ -293,10 +304,10 @@ class FilesEnv:
 
     def terminal(self, **options: Any) -> Any:
         """A fresh terminal over the same profile (its own working directory and escape counter),
-        reading parsed text from this store."""
+        reading parsed text from this store, with this environment's `hard_links` rule."""
         from hippocamp.envs.terminal import Terminal
 
-        return Terminal(self.root, texts=self.store.segments_of, **options)
+        return Terminal(self.root, texts=self.store.segments_of, **{"hard_links": self.hard_links, **options})
 
 
 def _error(message: str) -> Observation:

@@ -4,12 +4,15 @@ The profile root acts like a chroot: ``/`` is the profile root, so an absolute p
 means ``<root>/Docs/a.pdf`` and ``/..`` is refused. Paths are resolved one component at a time, the
 way the kernel does: ``..`` above the root is refused, a symlink is followed only when its target
 stays inside the root (a symlink leaving the root is refused, never followed), and NUL bytes are
-refused. Every refusal raises `SandboxError` and counts in `Sandbox.escapes`.
+refused. Every refusal raises `SandboxError` and counts in `Sandbox.escapes`. An `OSError` met while
+resolving (a name too long, a folder that cannot be searched) carries the path as the agent gave it,
+never the host path.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
@@ -40,8 +43,8 @@ class Sandbox:
     def resolve(self, path: str) -> Path:
         """The absolute path inside the root for ``path`` (relative to `cwd`, or chroot-absolute).
 
-        The result may not exist. Raises `SandboxError` (and counts it) when the path leaves the root.
-        """
+        The result may not exist. Raises `SandboxError` (and counts it) when the path leaves the root,
+        `OSError` (with ``path`` as its filename) when a component cannot be looked at."""
         try:
             return self._resolve(path)
         except SandboxError:
@@ -54,15 +57,19 @@ class Sandbox:
             self._resolve(path)
         except SandboxError:
             return False
+        except OSError:
+            return True  # inside, but not there (e.g. a name too long)
         return True
 
     def chdir(self, path: str) -> str:
         """Change `cwd` to a directory; returns the new `cwd`. Raises `SandboxError`,
         `FileNotFoundError` or `NotADirectoryError`."""
         target = self.resolve(path)
-        if not target.exists():
-            raise FileNotFoundError(path)
-        if not target.is_dir():
+        try:
+            mode = os.stat(target).st_mode
+        except OSError as exc:
+            raise FileNotFoundError(path) if isinstance(exc, FileNotFoundError) else _agent_error(exc, path) from None
+        if not stat.S_ISDIR(mode):
             raise NotADirectoryError(path)
         self.cwd = self.rel(target)
         return self.cwd
@@ -76,14 +83,19 @@ class Sandbox:
         return path.is_symlink() and not self._inside(Path(os.path.realpath(path)))
 
     def walk(self, start: Path) -> Iterator[tuple[Path, list[str], list[str]]]:
-        """`os.walk` from ``start`` with sorted names, never following symlinked directories."""
-        for top, dirs, files in os.walk(start, followlinks=False):
-            dirs.sort()
-            files.sort()
-            # a symlink to a directory comes back in ``dirs`` but is not descended into; list it as an entry
-            links = [d for d in dirs if os.path.islink(os.path.join(top, d))]
-            dirs[:] = [d for d in dirs if d not in links]
-            yield Path(top), dirs, sorted(files + links)
+        """Like `os.walk` from ``start`` (top-down, names sorted) without recursion, never following
+        symlinked directories (they are listed with the files)."""
+        stack = [Path(start)]
+        while stack:
+            top = stack.pop()
+            try:
+                entries = sorted(os.scandir(top), key=lambda e: e.name)
+            except OSError:
+                continue
+            dirs = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
+            files = [e.name for e in entries if not e.is_dir(follow_symlinks=False)]
+            yield top, dirs, files
+            stack.extend(top / d for d in reversed(dirs))
 
     # -- internals ---------------------------------------------------------------------------------
     def _inside(self, path: Path) -> bool:
@@ -94,6 +106,7 @@ class Sandbox:
             raise SandboxError(path, "NUL byte in path")
         pure = PurePosixPath(path) if path else PurePosixPath(".")
         parts: list[str] = [] if pure.is_absolute() else [p for p in PurePosixPath(self.cwd).parts if p != "."]
+        root = str(self.root)
         for comp in pure.parts:
             if comp == "." or not comp.strip("/"):  # "." and the root ("/", or "//" which POSIX keeps)
                 continue
@@ -103,10 +116,21 @@ class Sandbox:
                 parts.pop()
                 continue
             parts.append(comp)
-            here = self.root.joinpath(*parts)
-            if here.is_symlink():
+            here = os.path.join(root, *parts)
+            try:
+                link = stat.S_ISLNK(os.lstat(here).st_mode)
+            except (FileNotFoundError, NotADirectoryError):
+                link = False
+            except OSError as exc:
+                raise _agent_error(exc, path) from None
+            if link:
                 target = Path(os.path.realpath(here))
                 if not self._inside(target):
                     raise SandboxError(path, "symlink pointing outside the profile (not followed)")
                 parts = list(target.relative_to(self.root).parts)
         return self.root.joinpath(*parts)
+
+
+def _agent_error(exc: OSError, path: str) -> OSError:
+    """The same error naming the agent's path instead of the host's."""
+    return type(exc)(exc.errno, exc.strerror or type(exc).__name__, path)

@@ -18,19 +18,33 @@ Supported:
   (single and double quotes, backslashes; ``shlex.split`` gives the same words, but loses which
   characters were quoted, which globbing and operators need), unquoted globs (``*.txt``) expanded
   inside the profile, ``~`` as the profile root, and ``2>/dev/null`` / ``2>&1`` (stderr hidden /
-  left as is).
+  sent down the pipe with stdout).
 
 Refused with an error observation: every other program (``rm``, ``python``, ``curl``, ...), redirects
 (``>``, ``>>``, ``<``), ``$VAR`` / ``$(...)`` / backticks, subshells ``( )``, background ``&``, env
 assignments, ``find -exec/-delete``. Paths leaving the profile (``..`` above the root, ``/..``,
-symlinks out, NUL bytes) are refused, counted in ``sandbox.escapes`` and flag ``escaped``.
-Files are read up to 64 MiB each.
+symlinks out, NUL bytes, hard links to files outside) are refused, counted in ``sandbox.escapes`` and
+flag ``escaped``.
+
+Nothing an agent types or a profile holds can hang it or walk out of it (see `bounded`):
+
+- every command line runs under a deadline (`TerminalLimits.timeout`, lowered by ``run(timeout=)``
+  and by `Terminal.deadline`, the episode's end); loops over files, lines and directory entries check
+  it and stop with "timed out after N s". Bytes read per file and per command line, characters passed
+  down a pipe, entries walked and glob matches are capped; a file read in part says so.
+- FIFOs, devices and sockets are refused without being opened (``file`` and ``stat`` describe them).
+- grep patterns, ``find -name``, ``--include``, ``list_files`` and globs are matched by RE2 (linear
+  time); backreferences and look-around are refused with a message.
+- globs walk the profile themselves: ``..`` above the root stops them before anything is listed, and
+  they never descend into a symlink (into or out of the tree); walks are iterative at any depth.
+- a hard link counts as what it points at: a file whose inode has links outside the profile (more
+  links than the profile holds) is refused like a symlink out (``hard_links="any"`` turns this off).
+- errors name paths as the agent typed them, never the host path; undecodable bytes of file names are
+  shown as ``\\xff`` (and accepted back that way), so an observation is always valid UTF-8.
 """
 
 from __future__ import annotations
 
-import fnmatch
-import glob
 import hashlib
 import json
 import os
@@ -38,22 +52,42 @@ import re
 import shutil
 import stat as statmod
 import tempfile
+import time
 import weakref
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from hippocamp.envs.base import Observation
+from hippocamp.envs.bounded import (
+    OverLimit,
+    PatternError,
+    Quota,
+    TerminalLimits,
+    TimedOut,
+    compile_glob,
+    compile_regex,
+    is_real_dir,
+    literal,
+    matchable,
+    scan,
+    shown,
+    tree,
+    unshown,
+)
 from hippocamp.envs.sandbox import Sandbox, SandboxError
 from hippocamp.schema.filetypes import extension, modality_of
 from hippocamp.schema.segment import Segment
 
-__all__ = ["Observation", "Terminal", "tool_schema"]
+__all__ = ["Observation", "Terminal", "TerminalLimits", "tool_schema"]
 
-MAX_READ = 64 * 1024 * 1024
 _BINARY_SNIFF = 32 * 1024
+_CHUNK = 1024 * 1024
+#: the largest side of a rendered page, in pixels (a hostile PDF can declare a page of any size)
+_MAX_PAGE_PIXELS = 4096
 
 TextsFn = Callable[[str], list[Segment]]
 PageImageFn = Callable[[str, int], Path]
@@ -78,15 +112,12 @@ class _Word:
     def magic(self) -> bool:
         return any(c in "*?[" and not q for c, q in self.chars)
 
-    @property
-    def pattern(self) -> str:
-        return "".join(glob.escape(c) if q else c for c, q in self.chars)
-
 
 @dataclass
 class _Command:
     words: list[_Word]
     quiet: bool = False  # 2>/dev/null
+    merge: bool = False  # 2>&1: stderr goes down the pipe with stdout
 
 
 _OPERATORS = ("&&", "||", "|", ";")
@@ -162,7 +193,7 @@ def _lex(line: str) -> list[_Word | str]:
             j = i + 1
             while j < n and line[j] in " \t":
                 j += 1
-            k = j
+            k = j + 2 if line.startswith("&1", j) else j  # '&' ends a word, so '&1' is taken whole
             while k < n and line[k] not in _WORD_END:
                 k += 1
             target = line[j:k]
@@ -197,7 +228,8 @@ def _parse(tokens: list[_Word | str]) -> list[tuple[str, list[_Command]]]:
         if isinstance(tok, _Word):
             current.words.append(tok)
         elif tok in ("2>&1", "2>/dev/null"):
-            current.quiet = current.quiet or tok == "2>/dev/null"
+            current.quiet = tok == "2>/dev/null"
+            current.merge = tok == "2>&1"
         else:
             if not current.words:
                 if tok is None and not pipeline and connector in ("", ";"):
@@ -213,19 +245,44 @@ def _parse(tokens: list[_Word | str]) -> list[tuple[str, list[_Command]]]:
 
 # -- command output --------------------------------------------------------------------------------
 class _IO:
-    """One command's output: stdout chunks, shown stderr lines, and every error message."""
+    """One command's output: stdout (the first ``keep`` characters kept, all of them counted), shown
+    stderr lines and notes, and every error message."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep: int) -> None:
         self.out: list[str] = []
+        self.keep = keep
+        self.kept = 0
+        #: characters written, kept or not, and the last one
+        self.total = 0
+        self.last = ""
         self.shown: list[str] = []
         self.errors: list[str] = []
 
+    def write(self, text: str) -> None:
+        if not text:
+            return
+        self.total += len(text)
+        self.last = text[-1]
+        room = self.keep - self.kept
+        if room > 0:
+            part = text if len(text) <= room else text[:room]
+            self.out.append(part)
+            self.kept += len(part)
+
+    @property
+    def cut(self) -> bool:
+        return self.total > self.kept
+
     def print(self, line: str = "") -> None:
-        self.out.append(line + "\n")
+        self.write(line + "\n")
 
     def err(self, message: str) -> None:
         self.shown.append(message + "\n")
         self.errors.append(message)
+
+    def note(self, message: str) -> None:
+        """A remark shown with stderr that is not an error (a file read in part)."""
+        self.shown.append(message + "\n")
 
     def fail(self, message: str) -> None:
         """An error recorded but not printed (the release tools put it in their JSON)."""
@@ -293,18 +350,58 @@ def tool_schema() -> dict[str, Any]:
 
 def _release_json(success: bool, data: Any = None, count: int = 0, error: str | None = None) -> str:
     payload = {"success": success, "count": count, "data": data, "error": error}
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    if shown(text) != text:  # a name with undecodable bytes: escaped inside the JSON strings
+        text = json.dumps(_shown_json(payload), ensure_ascii=False, separators=(",", ":"))
+    return text
+
+
+def _shown_json(value: Any) -> Any:
+    if isinstance(value, str):
+        return shown(value)
+    if isinstance(value, list):
+        return [_shown_json(v) for v in value]
+    if isinstance(value, dict):
+        return {shown(str(k)): _shown_json(v) for k, v in value.items()}
+    return value
 
 
 def _iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, tz=UTC).isoformat(timespec="seconds")
 
 
-def _lines(text: str) -> list[str]:
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return lines
+def _iter_lines(text: str) -> Iterator[str]:
+    """The lines of ``text`` one at a time (a last newline ends the last line, it does not start another)."""
+    pos, size = 0, len(text)
+    while pos < size:
+        end = text.find("\n", pos)
+        if end < 0:
+            yield text[pos:]
+            return
+        yield text[pos:end]
+        pos = end + 1
+
+
+def _last_lines(text: str, count: int) -> list[str]:
+    """The last ``count`` lines of ``text``, without splitting all of it."""
+    if count <= 0 or not text:
+        return []
+    return (text[:-1] if text.endswith("\n") else text).rsplit("\n", count)[-count:]
+
+
+_SPACE = re.compile(r"\s")
+
+
+def _count_words(text: str) -> int:
+    """``len(text.split())`` a megabyte at a time (cut at whitespace), not one list of every word."""
+    words, pos, size = 0, 0, len(text)
+    while pos < size:
+        end = min(pos + _CHUNK, size)
+        m = _SPACE.search(text, end)
+        end = m.start() if m else size
+        words += len(text[pos:end].split())
+        pos = end
+    return words
 
 
 def _join(lines: list[str]) -> str:
@@ -356,7 +453,7 @@ _POSIX_CLASSES = {
     "[:space:]": r"\s",
     "[:blank:]": r" \t",
     "[:xdigit:]": "0-9A-Fa-f",
-    "[:punct:]": re.escape("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"),
+    "[:punct:]": r"!-/:-@\[-\x60{-~",
 }
 
 
@@ -396,40 +493,22 @@ def _grep_regex(pattern: str, basic: bool) -> str:
     return "".join(out)
 
 
-def _list_glob(pattern: str) -> Callable[[str], bool]:
+def _list_glob(pattern: str, limits: TerminalLimits) -> Callable[[str], bool]:
     """A matcher for ``list_files``: ``**`` spans folders, ``*``/``?``/``[...]`` stay within one name.
 
     A pattern without ``/`` also matches file names anywhere (``*.pdf``); a pattern without glob
-    characters names a file or a folder prefix (``Docs``)."""
+    characters names a file or a folder prefix (``Docs``). Raises `PatternError` (``[z-a]``)."""
     pattern = pattern.strip().lstrip("/") if pattern.strip() not in ("/", "") else "**"
     if not any(ch in pattern for ch in "*?["):
         prefix = pattern.rstrip("/")
         return lambda rel: rel == prefix or rel.startswith(prefix + "/")
-    out, i = [], 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif pattern[i] == "[" and "]" in pattern[i + 2 :]:
-            end = pattern.index("]", i + 2)
-            body = pattern[i + 1 : end]
-            out.append("[" + ("^" + body[1:] if body.startswith("!") else body).replace("\\", "\\\\") + "]")
-            i = end + 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    rx = re.compile("".join(out))
+    rx = compile_glob(pattern, globstar=True, limits=limits)
     by_name = "/" not in pattern
-    return lambda rel: bool(rx.fullmatch(rel) or (by_name and rx.fullmatch(rel.rsplit("/", 1)[-1])))
+
+    def match(rel: str) -> bool:
+        return bool(rx.fullmatch(matchable(rel)) or (by_name and rx.fullmatch(matchable(rel.rsplit("/", 1)[-1]))))
+
+    return match
 
 
 _MAGIC: list[tuple[bytes, str]] = [
@@ -474,15 +553,26 @@ _TEXT_KINDS = {
 }
 
 
-def _describe_file(path: Path) -> str:
-    """A short type description like ``file(1)``'s, by magic bytes, then by extension for text."""
-    if path.is_dir():
-        return "directory"
-    with path.open("rb") as fh:
-        head = fh.read(_BINARY_SNIFF)
+_SPECIAL_KINDS = {
+    statmod.S_IFIFO: "fifo (named pipe)",
+    statmod.S_IFCHR: "character special",
+    statmod.S_IFBLK: "block special",
+    statmod.S_IFSOCK: "socket",
+}
+
+
+def _special(mode: int) -> str | None:
+    """What a special file is (FIFO, device, socket), or None for a regular file or a folder."""
+    if statmod.S_ISREG(mode) or statmod.S_ISDIR(mode):
+        return None
+    return _SPECIAL_KINDS.get(statmod.S_IFMT(mode), "special file")
+
+
+def _describe_file(head: bytes, name: str) -> str:
+    """A short type description like ``file(1)``'s from a file's first bytes, then by extension for text."""
     if not head:
         return "empty"
-    ext = extension(path.name)
+    ext = extension(name)
     for magic, kind in _MAGIC:
         if head.startswith(magic):
             if magic.startswith(b"\x89PNG") and len(head) >= 24:
@@ -510,9 +600,39 @@ def _describe_file(path: Path) -> str:
     return f"{_TEXT_KINDS[ext]}, {kind}" if ext in _TEXT_KINDS else kind
 
 
+def _entry_kind(entry: os.DirEntry[str]) -> str:
+    """``find -type``'s letter for a directory entry (symlinks not followed)."""
+    try:
+        if entry.is_symlink():
+            return "l"
+        if entry.is_dir(follow_symlinks=False):
+            return "d"
+        if entry.is_file(follow_symlinks=False):
+            return "f"
+        mode = entry.stat(follow_symlinks=False).st_mode
+    except OSError:
+        return "?"
+    return {statmod.S_IFIFO: "p", statmod.S_IFSOCK: "s", statmod.S_IFCHR: "c", statmod.S_IFBLK: "b"}.get(
+        statmod.S_IFMT(mode), "?"
+    )
+
+
+_OPEN_FLAGS = os.O_RDONLY | sum(getattr(os, f, 0) for f in ("O_NONBLOCK", "O_NOFOLLOW", "O_CLOEXEC", "O_NOCTTY"))
+_WORD_CHAR = r"[\p{L}\p{N}_]"
+_NOT_WORD = r"[^\p{L}\p{N}_]"
+
+#: a path inside the profile and its stat
+Located = tuple[Path, os.stat_result]
+
+
 # -- the terminal ------------------------------------------------------------------------------------
 class Terminal:
-    """A read-only HippoCamp terminal over one profile; `run` one command line at a time."""
+    """A read-only HippoCamp terminal over one profile; `run` one command line at a time.
+
+    ``limits`` bound every command line (`TerminalLimits`); `deadline` (a `time.monotonic()` instant,
+    e.g. the episode's end) and ``run(timeout=)`` shorten its time. ``hard_links="inside"`` refuses a
+    file with links outside the profile; ``"any"`` reads it (for profiles hard-linked from a trusted
+    copy, e.g. imported with links to the source files)."""
 
     def __init__(
         self,
@@ -521,14 +641,27 @@ class Terminal:
         texts: TextsFn | None = None,
         page_image: PageImageFn | None = None,
         budget_chars: int = 8000,
+        limits: TerminalLimits | None = None,
+        hard_links: Literal["inside", "any"] = "inside",
     ) -> None:
         self.sandbox = Sandbox(root)
         self.budget_chars = budget_chars
+        self.limits = limits or TerminalLimits()
+        self.hard_links = hard_links
+        #: no command runs past this `time.monotonic()` instant (None: only the per-command limit)
+        self.deadline: float | None = None
         self._texts = texts or self._default_texts
         self._page_image = page_image or self._render_page
         self._cache: Path | None = None
         self._finalizer: weakref.finalize | None = None
         self._escaped = False
+        self._quota = Quota(self.limits, self.limits.timeout)
+        self._timed_out: str | None = None
+        #: inode -> links to it inside the profile (counted once, when a hard-linked file is first read)
+        self._links: dict[int, int] | None = None
+        #: characters of the final output counted but not kept, and its last character
+        self._missing = 0
+        self._tail = ""
         self._commands: dict[str, Callable[[list[str], str | None, _IO], int]] = {
             "list_files": self._list_files,
             "return_txt": self._return_txt,
@@ -541,7 +674,7 @@ class Terminal:
             "find": self._find,
             "grep": self._grep,
             "head": self._head,
-            "tail": self._tail,
+            "tail": self._tail_cmd,
             "cat": self._cat,
             "wc": self._wc,
             "stat": self._stat,
@@ -569,9 +702,13 @@ class Terminal:
         self.close()
 
     # -- running -----------------------------------------------------------------------------------
-    def run(self, command: str) -> Observation:
-        """Run one command line and return what the agent sees."""
+    def run(self, command: str, *, timeout: float | None = None) -> Observation:
+        """Run one command line and return what the agent sees. It stops after `limits.timeout`
+        seconds, or ``timeout`` if shorter, and never runs past `deadline`."""
         self._escaped = False
+        self._timed_out = None
+        self._missing, self._tail = 0, ""
+        self._quota = self._new_quota(timeout)
         try:
             sequence = _parse(_lex(command))
         except _Refused as exc:
@@ -581,35 +718,69 @@ class Terminal:
         chunks: list[str] = []
         errors: list[str] = []
         status = 0
-        for connector, pipeline in sequence:
-            if (connector == "&&" and status != 0) or (connector == "||" and status == 0):
-                continue
-            status = self._pipeline(pipeline, chunks, errors)
+        try:
+            for connector, pipeline in sequence:
+                if self._timed_out:
+                    break
+                if (connector == "&&" and status != 0) or (connector == "||" and status == 0):
+                    continue
+                status = self._pipeline(pipeline, chunks, errors)
+        except Exception as exc:  # a bug must not end the episode: the agent sees a failed command
+            errors.append(f"error: {type(exc).__name__}: {self._scrub(str(exc))}")
+            chunks.append(errors[-1] + "\n")
         text = "".join(chunks)
-        text = text[:-1] if text.endswith("\n") else text
-        truncated = len(text) > self.budget_chars
+        length = len(text) + self._missing
+        if self._tail == "\n":
+            length -= 1
+            if not self._missing:
+                text = text[:-1]
+        truncated = length > self.budget_chars
         if truncated:
-            text = text[: self.budget_chars] + f"\n[... truncated {len(text) - self.budget_chars} chars]"
+            text = text[: self.budget_chars] + f"\n[... truncated {length - self.budget_chars} chars]"
+        if self._timed_out:
+            text = (text + "\n" if text else "") + self._timed_out
+        error = "\n".join(errors) if errors else None
+        if error is not None and len(error) > self.budget_chars:
+            error = error[: self.budget_chars] + " [...]"
         return Observation(
-            text=text,
+            text=shown(text),
             ok=not errors,
-            error="\n".join(errors) if errors else None,
+            error=shown(error) if error is not None else None,
             truncated=truncated,
             escaped=self._escaped,
         )
+
+    def _new_quota(self, timeout: float | None) -> Quota:
+        seconds, why = self.limits.timeout, "the time limit of a command"
+        if timeout is not None and timeout < seconds:
+            seconds, why = timeout, "the time left for it"
+        if self.deadline is not None and self.deadline - time.monotonic() < seconds:
+            seconds, why = self.deadline - time.monotonic(), "the time left in the episode"
+        return Quota(self.limits, seconds, why)
 
     def _pipeline(self, pipeline: list[_Command], chunks: list[str], errors: list[str]) -> int:
         stdin: str | None = None
         status = 0
         for k, command in enumerate(pipeline):
-            io = _IO()
+            last = k == len(pipeline) - 1
+            io = _IO(self.budget_chars + 2 if last else self.limits.max_output_chars)
             status = self._exec(command.words, stdin, io)
-            if not command.quiet:
-                chunks.extend(io.shown)
-            errors.extend(io.errors)
-            stdin = io.stdout
-            if k == len(pipeline) - 1:
+            if io.cut and not last:
+                io.note(f"{command.words[0].text}: output cut at {io.keep} characters (the next command reads those)")
+            stderr = self._scrub(shown("".join(io.shown)))
+            errors.extend(self._scrub(shown(e)) for e in io.errors)
+            stdin = shown(io.stdout)
+            if command.merge and not last:
+                stdin = stderr + stdin
+            elif stderr and not command.quiet:
+                chunks.append(stderr)
+                self._tail = "\n"
+            if last:
                 chunks.append(stdin)
+                self._missing += io.total - io.kept
+                self._tail = io.last or self._tail
+            if self._timed_out:
+                break
         return status
 
     def _exec(self, words: list[_Word], stdin: str | None, io: _IO) -> int:
@@ -624,16 +795,29 @@ class Terminal:
                 return 126
             io.err(f"{name}: command not found (try: help)")
             return 127
-        args = [w.text for w in words[1:]] if name.startswith(("list_", "return_")) else self._expand(words[1:])
         try:
+            args = [w.text for w in words[1:]] if name.startswith(("list_", "return_")) else self._expand(words[1:])
             return handler(args, stdin, io)
-        except _Usage as exc:
+        except (_Usage, PatternError) as exc:
             io.err(f"{name}: {exc}")
             return 2
+        except OverLimit as exc:
+            io.err(f"{name}: stopped: {exc}")
+            return 2
+        except TimedOut as exc:
+            self._timed_out = (
+                f"{name}: {exc}; the rest of the command line did not run. Narrow it: a folder, a file, a pattern."
+            )
+            io.fail(self._timed_out)
+            return 124
         except OSError as exc:  # a file vanishing or unreadable mid-command
-            io.err(f"{name}: {exc.filename or ''}: {exc.strerror or exc}")
+            io.err(f"{name}: {self._os_error(exc)}")
+            return 1
+        except Exception as exc:  # RecursionError, MemoryError, a bug: a failed command, not a crashed episode
+            io.err(f"{name}: failed: {type(exc).__name__}: {self._scrub(str(exc))}")
             return 1
 
+    # -- globbing ----------------------------------------------------------------------------------
     def _expand(self, words: list[_Word]) -> list[str]:
         """Unquoted globs expanded inside the profile (sorted; kept literally when nothing matches)."""
         args: list[str] = []
@@ -641,57 +825,237 @@ class Terminal:
             if not word.magic or (i and words[i - 1].text in ("-name", "-iname", "-path", "-ipath")):
                 args.append(word.text)
                 continue
-            pattern = word.pattern
-            absolute = pattern.startswith("/")
-            base = self.sandbox.root / ("" if absolute else self.sandbox.cwd)
-            found = sorted(glob.glob(pattern.lstrip("/") if absolute else pattern, root_dir=base))
-            found = [("/" + m if absolute else m) for m in found]
-            found = [m for m in found if self.sandbox.allows(m)]
-            args.extend(found or [word.text])
+            args.extend(self._glob(word) or [word.text])
         return args
 
-    # -- helpers ---------------------------------------------------------------------------------
-    def _target(self, io: _IO, cmd: str, arg: str, *, file: bool = False, report: bool = True) -> Path | None:
-        """Resolve an argument inside the profile; on failure print the error and return None."""
+    def _glob(self, word: _Word) -> list[str]:
+        """The profile paths a glob names, walking one component at a time: ``..`` above the root ends
+        it (the literal word then goes to the command, which refuses it), symlinks are never descended
+        into, and at most `TerminalLimits.max_glob` paths are produced."""
+        comps: list[list[tuple[str, bool]]] = [[]]
+        for c, q in word.chars:
+            if c == "/":
+                comps.append([])
+            else:
+                comps[-1].append((c, q))
+        absolute = not comps[0] and len(comps) > 1
+        dirs_only = len(comps) > 1 and not comps[-1]
+        comps = [c for c in comps if c]
+        start = () if absolute else tuple(p for p in Path(self.sandbox.cwd).parts if p != ".")
+        paths: list[tuple[str, tuple[str, ...]]] = [("/" if absolute else "", start)]
+        root = str(self.sandbox.root)
+        for n, comp in enumerate(comps):
+            final = n == len(comps) - 1 and not dirs_only
+            text = "".join(c for c, _ in comp)
+            found: list[tuple[str, tuple[str, ...]]] = []
+            if not any(c in "*?[" and not q for c, q in comp):
+                for shown_as, parts in paths:
+                    self._quota.check()
+                    if text == "..":
+                        if not parts:
+                            return []
+                        here = parts[:-1]
+                    else:
+                        here = parts if text == "." else (*parts, text)
+                    try:
+                        mode = os.lstat(os.path.join(root, *here)).st_mode
+                    except OSError:
+                        continue
+                    if final or statmod.S_ISDIR(mode):
+                        found.append((shown_as + text + ("" if final else "/"), here))
+            else:
+                try:
+                    rx = compile_glob(comp, limits=self.limits)
+                except PatternError:
+                    return []  # like bash, a pattern such as [z-a] matches nothing
+                hidden = comp[0][0] == "."
+                for shown_as, parts in paths:
+                    try:
+                        entries = scan(os.path.join(root, *parts), self._quota)
+                    except OSError:
+                        continue
+                    for entry in entries:
+                        name = entry.name
+                        if (name.startswith(".") and not hidden) or not rx.fullmatch(matchable(name)):
+                            continue
+                        if final or is_real_dir(entry):
+                            found.append((shown_as + name + ("" if final else "/"), (*parts, name)))
+                            if len(found) > self.limits.max_glob:
+                                raise OverLimit(f"{word.text} matches more than {self.limits.max_glob} paths; "
+                                                "narrow the pattern")  # fmt: skip
+            if not found:
+                return []
+            paths = found
+        return sorted(p for p, _ in paths)
+
+    # -- paths and files ---------------------------------------------------------------------------
+    def _target(self, io: _IO, cmd: str, arg: str, *, file: bool = False, report: bool = True) -> Located | None:
+        """An argument resolved inside the profile with its stat; on failure the error is given and
+        None returned. ``file``: a folder is an error too."""
+        say = io.err if report else io.fail
         try:
-            path = self.sandbox.resolve(arg)
+            located = self._locate(arg)
         except SandboxError as exc:
             self._escaped = True
-            (io.err if report else io.fail)(f"{cmd}: {arg}: refused: {exc.reason}")
+            say(f"{cmd}: {arg}: refused: {exc.reason}")
             return None
-        if not path.exists():
-            (io.err if report else io.fail)(f"{cmd}: {arg}: No such file or directory")
+        except OSError as exc:
+            say(f"{cmd}: {arg}: {exc.strerror or type(exc).__name__}")
             return None
-        if file and path.is_dir():
-            (io.err if report else io.fail)(f"{cmd}: {arg}: Is a directory")
+        if located is None:
+            say(f"{cmd}: {arg}: No such file or directory")
             return None
-        return path
+        if file and statmod.S_ISDIR(located[1].st_mode):
+            say(f"{cmd}: {arg}: Is a directory")
+            return None
+        return located
 
-    @staticmethod
-    def _load(path: Path) -> tuple[str, bool]:
-        """A file's text (UTF-8, undecodable bytes replaced; first 64 MiB) and whether it looks binary."""
-        with path.open("rb") as fh:
-            data = fh.read(MAX_READ)
-        return data.decode("utf-8", "replace"), b"\x00" in data[:_BINARY_SNIFF]
+    def _locate(self, arg: str) -> Located | None:
+        """(path, stat) of an agent path, or None when nothing is there; a name shown with ``\\xff``
+        escapes is found too. Raises `SandboxError` and `OSError` (naming ``arg``)."""
+        for candidate in dict.fromkeys([arg, unshown(arg)]):
+            path = self.sandbox.resolve(candidate)
+            try:
+                return path, os.stat(path)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            except OSError as exc:
+                raise OSError(exc.errno, exc.strerror, arg) from None
+        return None
 
-    def _inputs(self, cmd: str, args: list[str], stdin: str | None, io: _IO) -> list[tuple[str, str]]:
-        """``(name, text)`` of each file argument (``-`` or none: stdin), errors reported."""
+    def _readable(self, io: _IO, cmd: str, arg: str, st: os.stat_result, *, report: bool = True) -> bool:
+        """Whether a located file may be read: a folder, a special file (never opened) and a hard
+        link to a file outside the profile (an escape) are refused."""
+        say = io.err if report else io.fail
+        if statmod.S_ISDIR(st.st_mode):
+            say(f"{cmd}: {arg}: Is a directory")
+            return False
+        kind = _special(st.st_mode)
+        if kind is not None:
+            say(f"{cmd}: {arg}: refused: a {kind}, not a regular file (it is not opened)")
+            return False
+        if self._outside_link(st):
+            self._escaped = True
+            self.sandbox.escapes += 1
+            say(f"{cmd}: {arg}: refused: a hard link to a file outside the profile")
+            return False
+        return True
+
+    def _outside_link(self, st: os.stat_result) -> bool:
+        """Whether a file's inode has links outside the profile (more links than the profile holds)."""
+        if st.st_nlink <= 1 or self.hard_links == "any":
+            return False
+        if self._links is None:
+            quota = Quota(_wider(self.limits), self._quota.deadline - time.monotonic(), self._quota.why)
+            links: dict[int, int] = {}
+            for _parts, entry in tree(self.sandbox.root, quota):
+                if entry.is_file(follow_symlinks=False):
+                    links[entry.inode()] = links.get(entry.inode(), 0) + 1
+            self._links = links
+        return self._links.get(st.st_ino, 0) < st.st_nlink
+
+    def _read(self, io: _IO, cmd: str, label: str, path: Path, st: os.stat_result, *, lines: int | None = None,
+              tail: bool = False, limit: int | None = None, note: bool = True) -> bytes | None:  # fmt: skip
+        """A regular file's bytes (already checked with `_readable`), opened without following links
+        or blocking: at most `TerminalLimits.max_file_bytes` (the last ones for ``tail``), stopping
+        after ``lines`` lines; reading in part is noted."""
+        fd = os.open(path, _OPEN_FLAGS)
+        chunks: list[bytes] = []
+        got = newlines = 0
+        try:
+            now = os.fstat(fd)
+            if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino) or not statmod.S_ISREG(now.st_mode):
+                io.err(f"{cmd}: {label}: refused: the file changed while it was opened")
+                return None
+            cap = min(limit or self.limits.max_file_bytes, self._quota.read_room())
+            if tail and now.st_size > cap:
+                os.lseek(fd, now.st_size - cap, os.SEEK_SET)
+            while got < cap:
+                self._quota.check()
+                chunk = os.read(fd, min(_CHUNK, cap - got))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                got += len(chunk)
+                if lines is not None:
+                    newlines += chunk.count(b"\n")
+                    if newlines >= lines:
+                        break
+        finally:
+            self._quota.bytes_read += got
+            os.close(fd)
+        data = b"".join(chunks)
+        if tail and now.st_size > cap:
+            data = data[data.find(b"\n") + 1 :]  # the first line is cut
+        if note and limit is None and got < now.st_size and (lines is None or newlines < lines):
+            self._partial(io, cmd, label, now.st_size, got, tail)
+        return data
+
+    def _partial(self, io: _IO, cmd: str, label: str, size: int, got: int, tail: bool) -> None:
+        if got == 0 and size:
+            io.note(f"{cmd}: {label}: not read: this command line read its limit of "
+                    f"{_human(self.limits.max_read_bytes)}B")  # fmt: skip
+        else:
+            where = "last" if tail else "first"
+            io.note(f"{cmd}: {label}: only the {where} {_human(got)}B of {_human(size)}B were read (the limit "
+                    "per file); head, tail and grep get at the rest")  # fmt: skip
+
+    def _read_arg(self, io: _IO, cmd: str, arg: str, **kwargs: Any) -> tuple[bytes, os.stat_result] | None:
+        located = self._target(io, cmd, arg, file=True)
+        if located is None or not self._readable(io, cmd, arg, located[1]):
+            return None
+        data = self._read(io, cmd, arg, located[0], located[1], **kwargs)
+        return None if data is None else (data, located[1])
+
+    def _inputs(self, cmd: str, args: list[str], stdin: str | None, io: _IO, *, lines: int | None = None,
+                tail: bool = False) -> Iterator[tuple[str, str, int | None]]:  # fmt: skip
+        """``(name, text, size in bytes)`` of each file argument (``-`` or none: stdin, size None),
+        one at a time; errors reported."""
         if not args:
             if stdin is None:
                 raise _Usage("no input: give a file or pipe text into it")
-            return [("-", stdin)]
-        out = []
+            yield "-", stdin, None
+            return
         for arg in args:
             if arg == "-":
-                out.append(("-", stdin or ""))
+                yield "-", stdin or "", None
                 continue
-            path = self._target(io, cmd, arg, file=True)
-            if path is not None:
-                out.append((arg, self._load(path)[0]))
-        return out
+            read = self._read_arg(io, cmd, arg, lines=lines, tail=tail)
+            if read is not None:
+                yield arg, read[0].decode("utf-8", "replace"), read[1].st_size
+
+    def _gather(self, cmd: str, args: list[str], stdin: str | None, io: _IO) -> list[str]:
+        """The lines of every input, at most `TerminalLimits.max_lines` of them (for sort)."""
+        lines: list[str] = []
+        most = self.limits.max_lines
+        for _name, text, _size in self._inputs(cmd, args, stdin, io):
+            for line in _iter_lines(text):
+                if len(lines) % 4096 == 0:
+                    self._quota.check()
+                if len(lines) >= most:
+                    io.note(f"{cmd}: only the first {most} lines were read (the limit of lines a command holds)")
+                    return lines
+                lines.append(line)
+        return lines
 
     def _display(self, path: Path) -> str:
         return "/" + self.sandbox.rel(path) if path != self.sandbox.root else "/"
+
+    def _scrub(self, text: str) -> str:
+        """``text`` with the host path of the profile replaced by ``/`` (a last guard for messages)."""
+        root = str(self.sandbox.root)
+        return text.replace(root + os.sep, "/").replace(root, "/") if root in text else text
+
+    def _os_error(self, exc: OSError) -> str:
+        """An OSError as ``path: reason`` with the path as the agent knows it (profile-relative)."""
+        reason = exc.strerror or type(exc).__name__
+        name = exc.filename
+        if name is None:
+            return reason
+        name = os.fsdecode(name) if isinstance(name, bytes) else str(name)
+        if os.path.isabs(name):
+            name = self._scrub(name) if name.startswith(str(self.sandbox.root)) else "(a path outside the profile)"
+        return f"{name}: {reason}"
 
     # -- release tools -------------------------------------------------------------------------------
     def _tool(self, io: _IO, success: bool, data: Any = None, count: int = 0, error: str | None = None) -> int:
@@ -705,21 +1069,31 @@ class Terminal:
         if not args:
             return f"usage: {_HELP[cmd].split('  ')[0]}"
         arg = " ".join(args)
-        probe = _IO()
-        path = self._target(probe, cmd, arg, file=True, report=False)
-        return path if path is not None else probe.errors[0]
+        probe = _IO(0)
+        located = self._target(probe, cmd, arg, report=False)
+        if located is None or not self._readable(probe, cmd, arg, located[1], report=False):
+            return probe.errors[0]
+        return located[0]
 
     def _list_files(self, args: list[str], stdin: str | None, io: _IO) -> int:
-        match = _list_glob(" ".join(args))
+        try:
+            match = _list_glob(" ".join(args), self.limits)
+        except PatternError as exc:
+            return self._tool(io, False, error=f"list_files: {exc}")
         files = []
-        for top, _dirs, names in self.sandbox.walk(self.sandbox.root):
-            for name in names:
-                path = top / name
-                if path.is_symlink() and (self.sandbox.is_escape_link(path) or not path.is_file()):
-                    continue
-                rel = self.sandbox.rel(path)
+        try:
+            for parts, entry in tree(self.sandbox.root, self._quota):
+                if entry.is_symlink():
+                    path = Path(entry.path)
+                    if self.sandbox.is_escape_link(path) or not path.is_file():
+                        continue
+                elif not entry.is_file(follow_symlinks=False):
+                    continue  # folders, FIFOs, devices, sockets
+                rel = "/".join(parts)
                 if match(rel):
                     files.append(rel)
+        except OverLimit as exc:
+            return self._tool(io, False, error=f"list_files: stopped: {exc}")
         files.sort()
         return self._tool(io, True, files, len(files))
 
@@ -731,7 +1105,7 @@ class Terminal:
         try:
             segments = self._texts(rel)
         except Exception as exc:  # a reader or a caller's callable failing: reported to the agent
-            return self._tool(io, False, error=f"return_txt: {rel}: {exc}")
+            return self._tool(io, False, error=f"return_txt: {rel}: {self._scrub(str(exc))}")
         data = [
             {"content": s.text, "locator": s.locator.dump() if s.locator is not None else None, "where": s.where()}
             for s in segments
@@ -761,7 +1135,7 @@ class Terminal:
         try:
             image = self._page_image(rel, page)
         except Exception as exc:  # a renderer failing on one file is the agent's observation, not a crash
-            return self._tool(io, False, error=f"return_img: {rel}: {exc}")
+            return self._tool(io, False, error=f"return_img: {rel}: {self._scrub(str(exc))}")
         return self._tool(io, True, str(image), 1)
 
     def _return_ori(self, args: list[str], stdin: str | None, io: _IO) -> int:
@@ -820,7 +1194,8 @@ class Terminal:
             if not 1 <= page <= len(doc):
                 raise ValueError(f"page {page} out of range (the PDF has {len(doc)} pages)")
             pdf_page = doc[page - 1]
-            bitmap = pdf_page.render(scale=2)
+            side = max(pdf_page.get_size()) or 1.0
+            bitmap = pdf_page.render(scale=min(2.0, _MAX_PAGE_PIXELS / side))  # a huge page stays a sane image
             bitmap.to_pil().save(out)
             bitmap.close()
             pdf_page.close()
@@ -855,6 +1230,9 @@ class Terminal:
         except NotADirectoryError:
             io.err(f"cd: {arg}: Not a directory")
             return 1
+        except OSError as exc:
+            io.err(f"cd: {arg}: {exc.strerror or type(exc).__name__}")
+            return 1
         return 0
 
     def _pwd(self, args: list[str], stdin: str | None, io: _IO) -> int:
@@ -867,34 +1245,46 @@ class Terminal:
         files: list[tuple[str, Path]] = []
         dirs: list[tuple[str, Path]] = []
         for arg in paths or ["."]:
-            path = self._target(io, "ls", arg)
-            if path is None:
+            located = self._target(io, "ls", arg)
+            if located is None:
                 status = 2
             else:
-                (dirs if path.is_dir() else files).append((arg, path))
+                (dirs if statmod.S_ISDIR(located[1].st_mode) else files).append((arg, located[0]))
         blocks: list[list[str]] = []
         if files:
-            blocks.append(self._ls_entries([(arg, path) for arg, path in files], flags))
+            blocks.append(self._ls_entries(files, flags))
         headers = len(paths) > 1 or bool(files) or "R" in flags
         for arg, path in dirs:
-            self._ls_dir(arg, path, flags, headers, blocks)
-        io.out.append("\n".join("".join(line + "\n" for line in block) for block in blocks))
+            if not self._ls_dir(arg, path, flags, headers, blocks, io):
+                status = 2
+        io.write("\n".join("".join(line + "\n" for line in block) for block in blocks))
         return status
 
-    def _ls_dir(self, label: str, path: Path, flags: set[str], header: bool, blocks: list[list[str]]) -> None:
-        names = sorted(os.listdir(path))
-        if not ({"a", "A"} & flags):
-            names = [n for n in names if not n.startswith(".")]
-        entries = [(n, path / n) for n in names]
-        if "a" in flags:
-            parent = path.parent if path != self.sandbox.root else path
-            entries = [(".", path), ("..", parent), *entries]
-        block = [f"{label}:"] if header else []
-        blocks.append(block + self._ls_entries(entries, flags))
-        if "R" in flags:
-            for name, sub in entries:
-                if name not in (".", "..") and not sub.is_symlink() and sub.is_dir():
-                    self._ls_dir(f"{label.rstrip('/')}/{name}", sub, flags, True, blocks)
+    def _ls_dir(self, label: str, path: Path, flags: set[str], header: bool, blocks: list[list[str]],
+                io: _IO) -> bool:  # fmt: skip
+        """A folder's block (and with -R every subfolder's, in order, without recursion); False if
+        one could not be listed."""
+        ok = True
+        stack = [(label, path, header)]
+        while stack:
+            label, path, header = stack.pop()
+            try:
+                entries = scan(path, self._quota)
+            except OSError as exc:
+                io.err(f"ls: cannot open directory '{label}': {exc.strerror or type(exc).__name__}")
+                ok = False
+                continue
+            if not ({"a", "A"} & flags):
+                entries = [e for e in entries if not e.name.startswith(".")]
+            listed = [(e.name, Path(e.path)) for e in entries]
+            if "a" in flags:
+                parent = path.parent if path != self.sandbox.root else path
+                listed = [(".", path), ("..", parent), *listed]
+            blocks.append(([f"{label}:"] if header else []) + self._ls_entries(listed, flags))
+            if "R" in flags:
+                subs = [(f"{label.rstrip('/')}/{e.name}", Path(e.path), True) for e in entries if is_real_dir(e)]
+                stack.extend(reversed(subs))
+        return ok
 
     def _ls_entries(self, entries: list[tuple[str, Path]], flags: set[str]) -> list[str]:
         def name_of(name: str, path: Path) -> str:
@@ -907,14 +1297,17 @@ class Terminal:
 
         if "l" not in flags:
             return [name_of(n, p) for n, p in entries]
-        stats = [(n, p, p.lstat()) for n, p in entries]
+        lines = []
+        stats = []
+        for name, path in entries:
+            self._quota.check()
+            stats.append((name, path, path.lstat()))
         sizes = [_human(st.st_size) if "h" in flags else str(st.st_size) for _, _, st in stats]
         width = max((len(s) for s in sizes), default=1)
-        lines = []
         for (name, path, st), size in zip(stats, sizes, strict=True):
             when = datetime.fromtimestamp(st.st_mtime, tz=UTC).strftime("%Y-%m-%d %H:%M")
             line = f"{statmod.filemode(st.st_mode)} {size:>{width}} {when} {name_of(name, path)}"
-            if path.is_symlink():
+            if statmod.S_ISLNK(st.st_mode):
                 if self.sandbox.is_escape_link(path):
                     line += " -> (outside the profile)"
                 else:
@@ -928,7 +1321,7 @@ class Terminal:
         while i < len(args) and not args[i].startswith("-") and args[i] not in ("!", "("):
             starts.append(args[i])
             i += 1
-        tests: list[Callable[[str, str, Path], bool]] = []
+        tests: list[Callable[[str, str, str], bool]] = []
         maxdepth, mindepth = None, 0
         while i < len(args):
             pred = args[i]
@@ -943,18 +1336,12 @@ class Terminal:
                 raise _Usage(f"missing argument to `{pred}'")
             value = args[i + 1]
             i += 2
-            if pred == "-name":
-                tests.append(lambda name, disp, p, v=value: fnmatch.fnmatchcase(name, v))
-            elif pred == "-iname":
-                tests.append(lambda name, disp, p, v=value: fnmatch.fnmatchcase(name.casefold(), v.casefold()))
-            elif pred == "-path":
-                tests.append(lambda name, disp, p, v=value: fnmatch.fnmatchcase(disp, v))
-            elif pred == "-ipath":
-                tests.append(lambda name, disp, p, v=value: fnmatch.fnmatchcase(disp.casefold(), v.casefold()))
+            if pred in ("-name", "-iname", "-path", "-ipath"):
+                tests.append(self._find_pattern(pred, value))
             elif pred == "-type":
-                if value not in ("f", "d", "l"):
+                if value not in ("f", "d", "l", "p", "s", "c", "b"):
                     raise _Usage(f"unknown argument to -type: {value}")
-                tests.append(lambda name, disp, p, v=value: _kind(p) == v)
+                tests.append(lambda name, disp, kind, v=value: kind == v)
             else:
                 if not value.isdigit():
                     raise _Usage(f"{pred}: expected a non-negative number, got {value!r}")
@@ -964,15 +1351,39 @@ class Terminal:
                     mindepth = int(value)
         status = 0
         for start in starts or ["."]:
-            path = self._target(io, "find", start)
-            if path is None:
+            located = self._target(io, "find", start)
+            if located is None:
                 status = 1
                 continue
+            path, st = located
             label = start if start == "/" else start.rstrip("/") or start
-            for disp, p, depth in _find_walk(label, path, maxdepth):
-                if depth >= mindepth and all(t(p.name if depth else label, disp, p) for t in tests):
-                    io.print(disp)
-        return status
+            kind = "d" if statmod.S_ISDIR(st.st_mode) else "f" if statmod.S_ISREG(st.st_mode) else "?"
+            if mindepth == 0 and all(t(label, label, kind) for t in tests):
+                io.print(label)
+            if not statmod.S_ISDIR(st.st_mode) or maxdepth == 0:
+                continue
+            lead = label if label.endswith("/") else label + "/"
+
+            def unlisted(parts: tuple[str, ...], exc: OSError, lead: str = lead) -> None:
+                io.err(f"find: '{lead}{'/'.join(parts)}': {exc.strerror or type(exc).__name__}")
+
+            for parts, entry in tree(path, self._quota, maxdepth=maxdepth, on_error=unlisted):
+                if len(parts) < mindepth:
+                    continue
+                shown_as = lead + "/".join(parts)
+                if all(t(entry.name, shown_as, _entry_kind(entry)) for t in tests):
+                    io.print(shown_as)
+        return 1 if status or io.errors else 0
+
+    def _find_pattern(self, pred: str, value: str) -> Callable[[str, str, str], bool]:
+        """A ``-name``/``-iname``/``-path``/``-ipath`` test; a pattern RE2 cannot take (``[z-a]``) matches nothing."""
+        try:
+            rx = compile_glob(value, ignore_case=pred.startswith("-i"), slash=pred.endswith("path"), limits=self.limits)
+        except PatternError:
+            return lambda name, disp, kind: False
+        if pred.endswith("path"):
+            return lambda name, disp, kind: bool(rx.fullmatch(matchable(disp)))
+        return lambda name, disp, kind: bool(rx.fullmatch(matchable(name)))
 
     # -- reading -------------------------------------------------------------------------------------
     def _grep(self, args: list[str], stdin: str | None, io: _IO) -> int:
@@ -1016,71 +1427,148 @@ class Terminal:
                 raise _Usage("usage: grep [OPTION]... PATTERNS [FILE]...")
             patterns.append(positional.pop(0))
         if "F" in flags:
-            source = "|".join(re.escape(p) for p in patterns)
+            source = "|".join(literal(p) for p in patterns)
         else:
             source = "|".join(f"(?:{_grep_regex(p, basic='E' not in flags)})" for p in patterns)
-        if "w" in flags:
-            source = rf"(?<!\w)(?:{source})(?!\w)"
+        word = "w" in flags and "x" not in flags
         if "x" in flags:
-            source = rf"\A(?:{source})\Z"
-        try:
-            rx = re.compile(source, re.IGNORECASE if "i" in flags else 0)
-        except re.error as exc:
-            raise _Usage(f"invalid regular expression: {exc}") from None
+            source = rf"^(?:{source})$"
+        elif word:  # a match with a non-word character (or the line's edge) on each side
+            source = rf"(?:^|{_NOT_WORD})({source})(?:{_NOT_WORD}|$)"
+        rx = compile_regex(source, ignore_case="i" in flags, limits=self.limits)
+        includes = [compile_glob(g, limits=self.limits) for g in include]
+        excludes = [compile_glob(g, limits=self.limits) for g in exclude]
+        quiet = "s" in flags
         recursive = bool({"r", "R"} & flags)
-        sources: list[tuple[str, Path | None]] = []
+        sources: list[tuple[str, Path | None, os.stat_result | None]] = []
         status = 0
         if not positional and not recursive:
             if stdin is None:
                 raise _Usage("no input: give a file (or -r for the current folder) or pipe text into it")
-            sources.append(("(standard input)", None))
+            sources.append(("(standard input)", None, None))
         for arg in positional or (["."] if recursive else []):
-            path = self._target(io, "grep", arg, report="s" not in flags)
-            if path is None:
+            located = self._target(io, "grep", arg, report=not quiet)
+            if located is None:
                 status = 2
-            elif not path.is_dir():
-                sources.append((arg, path))
+            elif not statmod.S_ISDIR(located[1].st_mode):
+                if self._readable(io, "grep", arg, located[1], report=not quiet):
+                    sources.append((arg, located[0], located[1]))
+                else:
+                    status = 2
             elif not recursive:
-                if "s" not in flags:
+                if not quiet:
                     io.err(f"grep: {arg}: Is a directory")
                 status = 2
             else:
                 prefix = "" if not positional else ("/" if arg == "/" else arg.rstrip("/") + "/")
-                found_files: list[tuple[str, Path]] = []
-                for top, _dirs, names in self.sandbox.walk(path):
-                    for name in names:
-                        if (top / name).is_symlink():
-                            continue
-                        if include and not any(fnmatch.fnmatchcase(name, g) for g in include):
-                            continue
-                        if any(fnmatch.fnmatchcase(name, g) for g in exclude):
-                            continue
-                        found_files.append(((top / name).relative_to(path).as_posix(), top / name))
-                sources.extend((prefix + rel, file) for rel, file in sorted(found_files))
+
+                def unlisted(parts: tuple[str, ...], exc: OSError, prefix: str = prefix) -> None:
+                    if not quiet:
+                        io.err(f"grep: {prefix}{'/'.join(parts)}: {exc.strerror or type(exc).__name__}")
+
+                found: list[tuple[str, Path]] = []
+                for parts, entry in tree(located[0], self._quota, on_error=unlisted):
+                    if entry.is_symlink() or not entry.is_file(follow_symlinks=False):
+                        continue  # links (in or out) are not followed; FIFOs, devices and sockets are skipped
+                    name = matchable(entry.name)
+                    if includes and not any(g.fullmatch(name) for g in includes):
+                        continue
+                    if any(g.fullmatch(name) for g in excludes):
+                        continue
+                    found.append(("/".join(parts), Path(entry.path)))
+                sources.extend((prefix + rel, file, None) for rel, file in sorted(found))
         named = ("H" in flags or len(sources) > 1 or recursive) and "h" not in flags
-        found = False
-        for label, path in sources:
-            text, binary = (stdin or "", False) if path is None else self._load(path)
-            hits = [(n, line) for n, line in enumerate(_lines(text), 1) if bool(rx.search(line)) != ("v" in flags)]
-            found = found or bool(hits)
+        found_any = False
+        for label, path, st in sources:
+            if path is None:
+                data, binary = (stdin or "").encode("utf-8", "replace"), False
+            else:
+                if st is None:  # a file met while walking: special files and outside links are skipped
+                    st = os.stat(path)
+                    if _special(st.st_mode) is not None or self._outside_link(st):
+                        continue
+                read = self._read(io, "grep", label, path, st, note=False)
+                if read is None:
+                    status = 2
+                    continue
+                data, binary = read, b"\x00" in read[:_BINARY_SNIFF]
+                if len(data) < st.st_size and not binary:
+                    self._partial(io, "grep", label, st.st_size, len(data), False)
+            hits = self._grep_lines(rx, data, invert="v" in flags)
             if "l" in flags:
-                if hits:
+                if next(hits, None) is not None:
+                    found_any = True
                     io.print(label)
             elif "c" in flags:
-                io.print(f"{label}:{len(hits)}" if named else str(len(hits)))
+                count = sum(1 for _ in hits)
+                found_any = found_any or bool(count)
+                io.print(f"{label}:{count}" if named else str(count))
             elif binary:
-                if hits:
+                if next(hits, None) is not None:
+                    found_any = True
                     io.print(f"grep: {label}: binary file matches")
             else:
-                for n, line in hits:
+                for n, start, end in hits:
+                    found_any = True
+                    line = data[start:end]
                     lead = (f"{label}:" if named else "") + (f"{n}:" if "n" in flags else "")
                     if "o" in flags and "v" not in flags:
-                        for m in rx.finditer(line):
-                            if m.group(0):
-                                io.print(lead + m.group(0))
+                        for a, b in self._spans(rx, line, 1 if word else 0):
+                            io.print(lead + line[a:b].decode("utf-8", "replace"))
                     else:
-                        io.print(lead + line)
-        return status if status else (0 if found else 1)
+                        io.print(lead + line.decode("utf-8", "replace"))
+        return status if status else (0 if found_any else 1)
+
+    def _grep_lines(self, rx: Any, data: bytes, *, invert: bool) -> Iterator[tuple[int, int, int]]:
+        """(line number, start, end) of each line of ``data`` that matches (or, ``invert``, does not):
+        one RE2 search per matching line over the whole text, never a search per line."""
+        matching = self._matching_lines(rx, data)
+        if not invert:
+            yield from matching
+            return
+        upcoming = next(matching, None)
+        pos, number, size = 0, 1, len(data)
+        while pos < size:
+            self._quota.check()
+            end = data.find(b"\n", pos)
+            end = size if end < 0 else end
+            if upcoming is not None and upcoming[0] == number:
+                upcoming = next(matching, None)
+            else:
+                yield number, pos, end
+            pos, number = end + 1, number + 1
+
+    def _matching_lines(self, rx: Any, data: bytes) -> Iterator[tuple[int, int, int]]:
+        pos, number, size = 0, 1, len(data)
+        while pos < size:
+            self._quota.check()
+            m = rx.search(data, pos)
+            if m is None:
+                return
+            at = m.start()
+            start = data.rfind(b"\n", pos, at) + 1 or pos
+            if start >= size:
+                return  # the empty string after the last newline is not a line
+            end = data.find(b"\n", at)
+            end = size if end < 0 else end
+            number += data.count(b"\n", pos, start)
+            yield number, start, end
+            pos, number = end + 1, number + 1
+
+    def _spans(self, rx: Any, line: bytes, group: int) -> Iterator[tuple[int, int]]:
+        """Where ``rx`` matches in ``line`` (``group`` 1: the part inside a -w match), non-empty, in order."""
+        pos = 0
+        while pos <= len(line):
+            self._quota.check()
+            m = rx.search(line, pos)
+            if m is None:
+                return
+            a, b = m.span(group)
+            if 0 <= a < b:
+                yield a, b
+                pos = b
+            else:
+                pos = max(m.end(), pos + 1)
 
     def _head_tail(self, cmd: str, args: list[str], stdin: str | None, io: _IO) -> int:
         count, from_start = 10, False
@@ -1107,50 +1595,55 @@ class Terminal:
             if value is not None:
                 from_start = cmd == "tail" and value.startswith("+")
                 count = _count_arg(value.lstrip("+"))
-        inputs = self._inputs(cmd, files, stdin, io)
-        for k, (name, text) in enumerate(inputs):
-            if len(inputs) > 1:
-                io.out.append(("\n" if k else "") + f"==> {name} <==\n")
-            lines = _lines(text)
-            if cmd == "head":
-                chosen = lines[:count]
-            elif from_start:
-                chosen = lines[max(count - 1, 0) :]
+        head = cmd == "head"
+        inputs = self._inputs(cmd, files, stdin, io, lines=count if head else None, tail=not head and not from_start)
+        for k, (name, text, _size) in enumerate(inputs):
+            if len(files) > 1:
+                io.write(("\n" if k else "") + f"==> {name} <==\n")
+            if head:
+                io.write(_join(list(islice(_iter_lines(text), max(count, 0)))))
+            elif from_start:  # tail -n +N: from line N on
+                pos = 0
+                for _ in range(max(count - 1, 0)):
+                    pos = text.find("\n", pos) + 1
+                    if not pos:
+                        pos = len(text)
+                        break
+                rest = text[pos:]
+                io.write(rest + ("\n" if rest and not rest.endswith("\n") else ""))
             else:
-                chosen = lines[-count:] if count > 0 else []
-            io.out.append(_join(chosen))
+                io.write(_join(_last_lines(text, count)))
         return 1 if io.errors else 0
 
     def _head(self, args: list[str], stdin: str | None, io: _IO) -> int:
         return self._head_tail("head", args, stdin, io)
 
-    def _tail(self, args: list[str], stdin: str | None, io: _IO) -> int:
+    def _tail_cmd(self, args: list[str], stdin: str | None, io: _IO) -> int:
         return self._head_tail("tail", args, stdin, io)
 
     def _cat(self, args: list[str], stdin: str | None, io: _IO) -> int:
         flags, files = _flags("cat", args, "n")
         number = 0
-        for _name, text in self._inputs("cat", files, stdin, io):
+        for _name, text, _size in self._inputs("cat", files, stdin, io):
             if "n" in flags:
-                for line in _lines(text):
+                for line in _iter_lines(text):
+                    self._quota.check()
                     number += 1
                     io.print(f"{number:6}\t{line}")
             else:
-                io.out.append(text)
+                io.write(text)
         return 1 if io.errors else 0
 
     def _wc(self, args: list[str], stdin: str | None, io: _IO) -> int:
         flags, files = _flags("wc", args, "lwcm")
         flags = flags or {"l", "w", "c"}
         rows: list[tuple[list[int], str]] = []
-        for name, text in self._inputs("wc", files, stdin, io):
+        for name, text, size in self._inputs("wc", files, stdin, io):
             counts = {
                 "l": text.count("\n"),
-                "w": len(text.split()),
+                "w": _count_words(text),
                 "m": len(text),
-                "c": len(text.encode("utf-8", "surrogateescape"))
-                if name == "-"
-                else self.sandbox.resolve(name).stat().st_size,
+                "c": len(text.encode("utf-8", "surrogateescape")) if size is None else size,
             }
             rows.append(([counts[k] for k in "lwmc" if k in flags], "" if name == "-" else name))
         if len(rows) > 1:
@@ -1166,11 +1659,13 @@ class Terminal:
         if not args:
             raise _Usage("missing operand")
         for arg in args:
-            path = self._target(io, "stat", arg)
-            if path is None:
+            located = self._target(io, "stat", arg)
+            if located is None:
                 continue
-            st = path.stat()
-            kind = "directory" if path.is_dir() else "regular file" if path.is_file() else "other"
+            st = located[1]
+            if statmod.S_ISREG(st.st_mode) and not self._readable(io, "stat", arg, st):
+                continue
+            kind = "directory" if statmod.S_ISDIR(st.st_mode) else _special(st.st_mode) or "regular file"
             io.print(f"  File: {arg}")
             io.print(f"  Size: {st.st_size}\tType: {kind}")
             io.print(f"  Mode: ({statmod.S_IMODE(st.st_mode):04o}/{statmod.filemode(st.st_mode)})")
@@ -1184,50 +1679,76 @@ class Terminal:
         if not args:
             raise _Usage("missing operand")
         for arg in args:
-            path = self._target(io, "file", arg)
-            if path is not None:
-                io.print(f"{arg}: {_describe_file(path)}")
+            located = self._target(io, "file", arg)
+            if located is None:
+                continue
+            path, st = located
+            if statmod.S_ISDIR(st.st_mode) or _special(st.st_mode):
+                io.print(f"{arg}: {'directory' if statmod.S_ISDIR(st.st_mode) else _special(st.st_mode)}")
+            elif self._readable(io, "file", arg, st):
+                head = self._read(io, "file", arg, path, st, limit=_BINARY_SNIFF)
+                if head is not None:
+                    io.print(f"{arg}: {_describe_file(head, path.name)}")
         return 1 if io.errors else 0
 
     def _echo(self, args: list[str], stdin: str | None, io: _IO) -> int:
         newline = not args or args[0] != "-n"
-        io.out.append(" ".join(args if newline else args[1:]) + ("\n" if newline else ""))
+        io.write(" ".join(args if newline else args[1:]) + ("\n" if newline else ""))
         return 0
 
     def _sort(self, args: list[str], stdin: str | None, io: _IO) -> int:
         flags, files = _flags("sort", args, "rnuf")
-        lines = [line for _name, text in self._inputs("sort", files, stdin, io) for line in _lines(text)]
+        lines = self._gather("sort", files, stdin, io)
+        key: Callable[[str], Any] | None = None
+        if "n" in flags:
 
-        def key(line: str) -> tuple[float, str]:
-            text = line.casefold() if "f" in flags else line
-            if "n" in flags:
+            def key(line: str) -> tuple[float, str]:
                 m = re.match(r"\s*(-?\d+(?:\.\d+)?)", line)
-                return (float(m.group(1)) if m else 0.0, text)
-            return (0.0, text)
+                return (float(m.group(1)) if m else 0.0, line.casefold() if "f" in flags else line)
 
-        lines.sort(key=key, reverse="r" in flags)
-        if "u" in flags:
-            unique, seen = [], set()
-            for line in lines:
-                if key(line) not in seen:
-                    seen.add(key(line))
-                    unique.append(line)
-            lines = unique
-        io.out.append(_join(lines))
+        elif "f" in flags:
+            key = str.casefold
+        keys: list[Any] = lines
+        if key is not None:
+            keys = []
+            for k, line in enumerate(lines):
+                if k % 4096 == 0:
+                    self._quota.check()
+                keys.append(key(line))
+        order = sorted(range(len(lines)), key=keys.__getitem__, reverse="r" in flags)  # stable, like lines.sort
+        self._quota.check()
+        chosen, seen = [], set()
+        for k, i in enumerate(order):
+            if k % 4096 == 0:
+                self._quota.check()
+            if "u" in flags:
+                if keys[i] in seen:
+                    continue
+                seen.add(keys[i])
+            chosen.append(lines[i])
+        io.write(_join(chosen))
         return 1 if io.errors else 0
 
     def _uniq(self, args: list[str], stdin: str | None, io: _IO) -> int:
         flags, files = _flags("uniq", args, "c")
         if len(files) > 1:
             raise _Usage("writing an output file is refused: the terminal is read-only")
-        runs: list[list[Any]] = []
-        for _name, text in self._inputs("uniq", files[:1], stdin, io):
-            for line in _lines(text):
-                if runs and runs[-1][0] == line:
-                    runs[-1][1] += 1
+        previous: str | None = None
+        count = 0
+
+        def flush() -> None:
+            if previous is not None:
+                io.print(f"{count:7} {previous}" if "c" in flags else previous)
+
+        for _name, text, _size in self._inputs("uniq", files[:1], stdin, io):
+            for line in _iter_lines(text):
+                self._quota.check()
+                if line == previous:
+                    count += 1
                 else:
-                    runs.append([line, 1])
-        io.out.append(_join([f"{n:7} {line}" if "c" in flags else line for line, n in runs]))
+                    flush()
+                    previous, count = line, 1
+        flush()
         return 1 if io.errors else 0
 
     def _help(self, args: list[str], stdin: str | None, io: _IO) -> int:
@@ -1237,28 +1758,6 @@ class Terminal:
         return 0
 
 
-def _kind(path: Path) -> str:
-    return "l" if path.is_symlink() else "d" if path.is_dir() else "f"
-
-
-def _find_walk(label: str, path: Path, maxdepth: int | None) -> list[tuple[str, Path, int]]:
-    """Pre-order ``(display, path, depth)`` under ``path``, names sorted, symlinks never descended."""
-    out = [(label, path, 0)]
-
-    def visit(disp: str, here: Path, depth: int) -> None:
-        if maxdepth is not None and depth >= maxdepth:
-            return
-        try:
-            names = sorted(os.listdir(here))
-        except OSError:
-            return
-        for name in names:
-            child = here / name
-            child_disp = disp + name if disp.endswith("/") else f"{disp}/{name}"
-            out.append((child_disp, child, depth + 1))
-            if child.is_dir() and not child.is_symlink():
-                visit(child_disp, child, depth + 1)
-
-    if path.is_dir():
-        visit(label, path, 0)
-    return out
+def _wider(limits: TerminalLimits) -> TerminalLimits:
+    """Limits for counting the profile's hard links once: ten times the entries of a command."""
+    return replace(limits, max_entries=limits.max_entries * 10)

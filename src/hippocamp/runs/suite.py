@@ -28,7 +28,7 @@ from hippocamp.dataset.profile import ProfileError, load_profile
 from hippocamp.envs.files import FilesEnv
 from hippocamp.paths import cache_dir
 from hippocamp.perceive.base import PerceiveOptions
-from hippocamp.schema.io import RecordsFileError
+from hippocamp.schema.io import RecordsFileError, read_json
 from hippocamp.schema.record import HippoCampRecord
 from hippocamp.store import IndexOptions, IndexReport, Store, StoreError, index_profile
 from hippocamp.store.indexer import Progress
@@ -85,6 +85,10 @@ class Suite:
     index_report: IndexReport | None = None
     records_sha256: str | None = None
     dataset_sha256: str = ""
+    #: the terminal's hard-link rule (`hippocamp.envs.terminal`): "inside" refuses a file that shares
+    #: its inode with a file outside the profile; "any" for a profile hippocamp's own importer made of
+    #: hard links (its ``<Name>.import.json`` says so), whose links point at the user's source files
+    hard_links: str = "inside"
     _searcher: Any = field(default=None, repr=False)
 
     def env(self, task: Task | None = None) -> FilesEnv:
@@ -95,7 +99,7 @@ class Suite:
             from hippocamp.store.search import Searcher
 
             self._searcher = Searcher(self.store)
-        return FilesEnv(self.root, self.store, self._searcher)
+        return FilesEnv(self.root, self.store, self._searcher, hard_links=self.hard_links)
 
     def describe(self) -> dict[str, Any]:
         """Where the suite came from (recorded in a run's manifest, not compared on resume)."""
@@ -215,4 +219,20 @@ def load_suite(spec: str | Path, options: SuiteOptions | None = None, progress: 
         index_report=report,
         records_sha256=records_sha,
         dataset_sha256=data_sha,
+        hard_links="any" if _imported_with_links(records_path) else "inside",
     )
+
+
+def _imported_with_links(records_path: Path | None) -> bool:
+    """Whether hippocamp's importer laid this profile out as hard links to the source files (its
+    import report, written beside the records outside the agent's tree, counts them)."""
+    if records_path is None:
+        return False
+    report = records_path.with_name(f"{records_path.stem}.import.json")
+    if not report.is_file():
+        return False
+    try:
+        data = read_json(report, "import report")
+    except ValueError:
+        return False
+    return isinstance(data, dict) and isinstance(data.get("linked"), int) and data["linked"] > 0

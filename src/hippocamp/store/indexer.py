@@ -222,7 +222,7 @@ def index_profile(
     sign = _Signatures(options.perceive)
     todo: list[Entry] = []
     for i, entry in enumerate(entries):
-        progress("scan", i + 1, len(entries), entry.rel)
+        progress("scan", i + 1, len(entries), shown_name(entry.rel))
         row = known.get(shown_name(entry.rel))
         if entry.skip_reason is not None:
             if not entry.shadowed and (row is None or row.reason != entry.skip_reason):
@@ -320,7 +320,7 @@ def _read_all(
         return
     if not options.isolate:
         for i, entry in enumerate(entries):
-            progress("read", i, total, entry.rel)
+            progress("read", i, total, shown_name(entry.rel))
             record(entry, perceive_file(root, entry.rel, options.perceive))
         progress("read", total, total, None)
         return
@@ -338,7 +338,7 @@ def _read_all(
         for done, result in enumerate(pool.read(tasks), start=1):
             entry = by_rel[result.path]
             record(entry, result)
-            progress("read", done, total, entry.rel)
+            progress("read", done, total, shown_name(entry.rel))
 
 
 def embed_missing(store: Store, name: str | None, progress: Progress, batch: int = 128) -> tuple[str | None, int]:

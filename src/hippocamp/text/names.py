@@ -8,7 +8,9 @@ JSON Lines, terminals), so everything that leaves the process shows them escaped
 
 from __future__ import annotations
 
-__all__ = ["clean_text", "has_surrogates", "raw_name", "shown_name"]
+import re
+
+__all__ = ["clean_text", "has_surrogates", "raw_name", "shown_name", "unshown_name"]
 
 
 def has_surrogates(text: str) -> bool:
@@ -26,15 +28,30 @@ def raw_name(name: str) -> bytes:
 
 
 def shown_name(name: str) -> str:
-    """``name`` as valid UTF-8 text: each byte that was not UTF-8 written ``\\xNN``; names that are
-    valid UTF-8 are returned unchanged (the same object)."""
+    """``name`` as valid UTF-8 text: each byte that was not UTF-8 (U+DC80..U+DCFF) written ``\\xNN``,
+    any other lone surrogate ``\\uDXXX``; valid text is returned unchanged (the same object)."""
     if not has_surrogates(name):
         return name
-    try:
-        data = name.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:  # a surrogate that no byte could have made (U+D800..U+DC7F): not a name
-        return clean_text(name)
-    return data.decode("utf-8", "backslashreplace")
+    return _SURROGATE.sub(_escape, name)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escape(m: re.Match[str]) -> str:
+    code = ord(m.group(0))
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
+
+
+def unshown_name(text: str) -> str:
+    """A name as `shown_name` shows it, back as Python spells it: ``\\xNN`` for a byte from 0x80 up
+    becomes that byte again (a lone surrogate). ASCII escapes are left as typed."""
+    if "\\x" not in text:
+        return text
+    return _ESCAPED_BYTE.sub(lambda m: chr(0xDC00 + int(m.group(1), 16)), text)
+
+
+_ESCAPED_BYTE = re.compile(r"\\x([89a-fA-F][0-9a-fA-F])")
 
 
 def clean_text(text: str) -> str:
