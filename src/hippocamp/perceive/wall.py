@@ -138,6 +138,9 @@ def _worker_main(
     readers: list[tuple[str, bytes]],
     environ: dict[str, str],
 ) -> None:
+    import gc
+
+    gc.freeze()  # what the fork server imported is never scanned by the collector (no copy-on-write of it)
     _confine(memory_mb)
     os.environ.clear()  # the caller's environment now (a fork server keeps the one it started with)
     os.environ.update(environ)
@@ -194,24 +197,42 @@ class _Worker:
         self.proc.start()
         child.close()
         self.conn: Connection = parent
-        self.task: _Task | None = None
-        self.done = 0  # files of the task answered
+        #: tasks sent and not yet answered in full, in order (the first is being read)
+        self.tasks: deque[_Task] = deque()
+        self.done = 0  # files of the first task answered
         self.began = 0.0  # when the file in progress began (monotonic)
 
     @property
+    def busy(self) -> bool:
+        return bool(self.tasks)
+
+    @property
     def current(self) -> str:
-        assert self.task is not None
-        return self.task.rels[self.done]
+        return self.tasks[0].rels[self.done]
+
+    @property
+    def current_size(self) -> int | None:
+        return self.tasks[0].sizes[self.done]
 
     def give(self, task: _Task) -> None:
-        self.task, self.done, self.began = task, 0, time.monotonic()
+        if not self.tasks:
+            self.done, self.began = 0, time.monotonic()
+        self.tasks.append(task)
         self.conn.send(task.rels)
 
-    def remaining(self) -> _Task | None:
-        """The task's files after the one in progress (for another worker)."""
-        if self.task is None or self.done + 1 >= len(self.task.rels):
-            return None
-        return _Task(self.task.rels[self.done + 1 :], self.task.sizes[self.done + 1 :])
+    def answered(self) -> None:
+        """The file in progress was answered: the next one begins."""
+        self.done += 1
+        self.began = time.monotonic()
+        if self.done >= len(self.tasks[0].rels):
+            self.tasks.popleft()
+            self.done = 0
+
+    def remaining(self) -> list[_Task]:
+        """The files after the one in progress, for another worker."""
+        first = self.tasks[0]
+        rest = [_Task(first.rels[self.done + 1 :], first.sizes[self.done + 1 :]), *list(self.tasks)[1:]]
+        return [task for task in rest if task.rels]
 
     def rss_mb(self) -> float:
         try:
@@ -261,6 +282,8 @@ class ReaderPool:
 
     #: how often deadlines and memory are checked (seconds)
     TICK = 0.2
+    #: tasks sent to a worker ahead of its answers
+    IN_FLIGHT = 2
 
     def __init__(
         self,
@@ -291,7 +314,7 @@ class ReaderPool:
 
     def close(self) -> None:
         for worker in self._pool:
-            if worker.task is not None:
+            if worker.busy:
                 worker.kill()  # interrupted mid-task: nothing it says now is wanted
             else:
                 worker.stop()
@@ -313,14 +336,13 @@ class ReaderPool:
             _Task([rel for rel, _ in task], [size for _, size in task]) for task in tasks if task
         )
         last_memory_check = 0.0
-        while queue or any(w.task is not None for w in self._pool):
-            for worker in [w for w in self._pool if w.task is None]:
-                if not queue:
-                    break
-                worker.give(queue.popleft())
+        while queue or any(w.busy for w in self._pool):
             while queue and len(self._pool) < self.workers:
                 self._spawn().give(queue.popleft())
-            busy = [w for w in self._pool if w.task is not None]
+            for worker in self._pool:  # a second task waits in each worker's pipe: no idle round trip
+                while queue and len(worker.tasks) < self.IN_FLIGHT:
+                    worker.give(queue.popleft())
+            busy = [w for w in self._pool if w.busy]
             ready = wait([w.conn for w in busy] + [w.proc.sentinel for w in busy], timeout=self.TICK)
             now = time.monotonic()
             for worker in busy:
@@ -334,9 +356,8 @@ class ReaderPool:
             check_memory = now - last_memory_check >= 0.5
             if check_memory:
                 last_memory_check = now
-            for worker in [w for w in self._pool if w.task is not None]:
-                size = worker.task.sizes[worker.done] if worker.task else None
-                allowed = self.limits.seconds_for(size)
+            for worker in [w for w in self._pool if w.busy]:
+                allowed = self.limits.seconds_for(worker.current_size)
                 if now - worker.began > allowed:
                     yield from self._give_up(worker, queue, f"time limit: still reading after {allowed:.0f} s")
                 elif check_memory and worker.rss_mb() > self.limits.memory_mb * 1.1:
@@ -344,7 +365,7 @@ class ReaderPool:
                     yield from self._give_up(worker, queue, why)
 
     def _receive(self, worker: _Worker, queue: deque[_Task]) -> Iterator[FileResult]:
-        while worker.task is not None and worker.conn.poll():
+        while worker.busy and worker.conn.poll():
             try:
                 result = worker.conn.recv()
             except (EOFError, OSError):  # it died mid-message
@@ -353,10 +374,7 @@ class ReaderPool:
                 return
             except Exception as exc:  # a result that cannot be unpickled
                 result = _failed(worker.current, f"reader result could not be read: {type(exc).__name__}: {exc}")
-            worker.done += 1
-            worker.began = time.monotonic()
-            if worker.done >= len(worker.task.rels):
-                worker.task = None
+            worker.answered()
             yield result
 
     def _give_up(self, worker: _Worker, queue: deque[_Task], why: str) -> Iterator[FileResult]:
@@ -364,8 +382,7 @@ class ReaderPool:
         rel = worker.current
         rest = worker.remaining()
         self._replace(worker)
-        if rest is not None:
-            queue.appendleft(rest)
+        queue.extendleft(reversed(rest))
         self.walled.append((rel, why))
         yield _failed(rel, why)
 
