@@ -139,8 +139,12 @@ def _worker_main(
     environ: dict[str, str],
 ) -> None:
     import gc
+    import warnings
 
     gc.freeze()  # what the fork server imported is never scanned by the collector (no copy-on-write of it)
+    # libraries would warn on the user's terminal (PIL's decompression bomb): what a reader could not
+    # do is in its file's notes
+    warnings.simplefilter("ignore")
     _confine(memory_mb)
     os.environ.clear()  # the caller's environment now (a fork server keeps the one it started with)
     os.environ.update(environ)
