@@ -42,6 +42,23 @@ BUILTINS: dict[str, tuple[str, ...]] = {
         "hippocamp.agents.react",
         "hippocamp.agents.full_context",
     ),
+    # stories are told in this order, which is part of a synthetic profile's bytes
+    "story": (
+        "hippocamp.synth.stories.lease",
+        "hippocamp.synth.stories.vet",
+        "hippocamp.synth.stories.dentist",
+        "hippocamp.synth.stories.memo",
+        "hippocamp.synth.stories.video",
+        "hippocamp.synth.stories.plan_change",
+        "hippocamp.synth.stories.receipts",
+        "hippocamp.synth.stories.budget",
+        "hippocamp.synth.stories.statement",
+        "hippocamp.synth.stories.project",
+        "hippocamp.synth.stories.trip",
+        "hippocamp.synth.stories.routine",
+        "hippocamp.synth.stories.preference",
+        "hippocamp.synth.stories.scheduling",
+    ),
 }
 
 T = TypeVar("T")

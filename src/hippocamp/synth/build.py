@@ -27,7 +27,7 @@ from hippocamp.synth.filler import add_filler
 from hippocamp.synth.plan import Artifact, Ask, Plan
 from hippocamp.synth.render import Placements
 from hippocamp.synth.render.text import CalEvent
-from hippocamp.synth.stories import REPEATS, SCALES, STORIES, Context, calendar_path
+from hippocamp.synth.stories import SCALES, Context, all_stories, calendar_path
 from hippocamp.synth.world import build_world
 
 __all__ = ["RENDERERS", "SynthError", "SynthResult", "generate", "make_plan"]
@@ -125,10 +125,10 @@ def make_plan(seed: int, persona: str, scale: str) -> tuple[Context, Plan]:
     sc = SCALES[scale]
     world = build_world(seed, persona, sc.months)
     ctx = Context(world, Plan(), sc)
-    for name, fn in STORIES.items():
-        for instance in range(min(REPEATS[name], sc.repeat)):
+    for story in all_stories():
+        for instance in range(min(story.repeats, sc.repeat)):
             ctx.instance = instance
-            fn(ctx)
+            story.tell(ctx)
     ctx.instance = 0
     add_filler(ctx)
     _calendar(ctx)
