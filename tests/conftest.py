@@ -53,6 +53,39 @@ def make_pdf(path: Path, pages: list[str], labels: list[tuple[int, int, str, int
     return path
 
 
+# -- optional parts -----------------------------------------------------------------------------------
+def require(reason: str | None) -> None:
+    """Skip with ``reason`` when something a test needs is missing (None: nothing is); with
+    HIPPOCAMP_REQUIRE_MODELS=1 (``make test``, CI), where every extra is installed, fail instead."""
+    if reason is None:
+        return
+    if os.environ.get("HIPPOCAMP_REQUIRE_MODELS") == "1":
+        pytest.fail(f"required here (HIPPOCAMP_REQUIRE_MODELS=1): {reason}")
+    pytest.skip(reason)
+
+
+def require_programs(*names: str) -> None:
+    """Skip (or fail, see `require`) unless these programs are on the PATH."""
+    import shutil
+
+    missing = [n for n in names if shutil.which(n) is None]
+    require(f"needs the program(s) {', '.join(missing)}" if missing else None)
+
+
+def require_asr(model: str = "tiny.en") -> None:
+    """Skip (or fail) unless speech recognition can run: faster-whisper and the Whisper model (the asr extra)."""
+    from hippocamp.perceive.asr import asr_missing
+
+    require(asr_missing(model))
+
+
+def require_ocr() -> None:
+    """Skip (or fail) unless OCR can run: the tesseract program with its language data."""
+    from hippocamp.perceive.ocr import ocr_missing
+
+    require(ocr_missing())
+
+
 def make_wav(path: Path, seconds: float, rate: int = 8000) -> Path:
     """A real mono 16-bit WAV: a 440 Hz tone of the given length."""
     path.parent.mkdir(parents=True, exist_ok=True)

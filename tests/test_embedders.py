@@ -31,6 +31,7 @@ from hippocamp.models.embedders import (
 )
 from hippocamp.models.embedding import Embedder
 from hippocamp.models.errors import ModelNotAvailableError
+from hippocamp.models.weights import Member
 
 #: what each provider needs installed: distributions (any one of a tuple), importable modules, how to get them
 NEEDS = {
@@ -106,7 +107,14 @@ def test_ids_pin_the_weights() -> None:
 
 
 def test_missing_package_names_the_file_and_the_pip_requirement() -> None:
-    spec = WeightFile("hippocamp-no-such-weights", "1.2.3", "nsw/model.onnx", "0" * 64, 10)
+    spec = WeightFile(
+        "embedder",
+        "test",
+        "model.onnx",
+        "0" * 64,
+        10,
+        (Member("hippocamp-no-such-weights", "1.2.3", "nsw/model.onnx"),),
+    )
     with pytest.raises(ModelNotAvailableError) as err:
         locate_weights(spec, model="test-embedder")
     message = str(err.value)
@@ -117,8 +125,9 @@ def test_missing_package_names_the_file_and_the_pip_requirement() -> None:
 def test_changed_file_is_refused_naming_it(tmp_path: Path) -> None:
     good = tmp_path / "model.bin"
     good.write_bytes(b"weights" * 1000)
+    digest = hashlib.sha256(good.read_bytes()).hexdigest()
     spec = WeightFile(
-        "hippocamp-no-such-weights", "1.0", "x/model.bin", hashlib.sha256(good.read_bytes()).hexdigest(), 7000
+        "embedder", "test", "model.bin", digest, 7000, (Member("hippocamp-no-such-weights", "1.0", "x/model.bin"),)
     )
     assert locate_weights(spec, override=good) == good
     bad = tmp_path / "changed.bin"
@@ -247,3 +256,11 @@ def test_e5_refuses_a_cpu_without_avx2(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(embedders, "_has_avx2", lambda: False)
     with pytest.raises(ModelNotAvailableError, match=r"lacks AVX2.*minilm-l6-int8"):
         E5SmallQ4Embedder()
+
+
+def test_embedders_read_their_pins_from_the_weights_catalog() -> None:
+    from hippocamp.models import weights
+
+    assert MINILM_ONNX in weights.CATALOG and E5_MODEL in weights.CATALOG
+    assert weights.files_of("minilm-l6-int8", "tokenizer.json") == MINILM_TOKENIZER and len(MINILM_TOKENIZER) == 2
+    assert all(f.kind == "embedder" and f.how == "in-place" for f in weights.CATALOG if f.model == "e5-small-q4")

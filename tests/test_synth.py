@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from conftest import require_asr, require_ocr
 from hippocamp.cli import main
 from hippocamp.dataset.profile import load_profile
 from hippocamp.models import get_model
@@ -163,6 +164,9 @@ def test_every_gold_fact_is_readable_at_its_locator(small: Path) -> None:
     slides, paragraphs and lines contain each record's facts."""
     from hippocamp.synth.check import check_profile
 
+    require_asr()
+    require_ocr()
+
     report = check_profile(small)
     assert len(report.records) >= 18
     assert [(r.id, r.missing, r.read) for r in report.failed] == []
@@ -172,6 +176,9 @@ def test_every_gold_fact_is_readable_at_its_locator(small: Path) -> None:
 def test_medium_profile_reads_back_and_validates(tmp_path: Path) -> None:
     """The repeated stories of a medium profile (more memos, videos, plans, trips, months) are as exact."""
     from hippocamp.synth.check import check_profile
+
+    require_asr()
+    require_ocr()
 
     result = generate(tmp_path / "medium", persona="student", seed=3, scale="medium", jobs=2)
     assert result.files >= 500 and result.questions >= 30

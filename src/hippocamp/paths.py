@@ -46,6 +46,6 @@ def process_context() -> object:
     from hippocamp.registry import BUILTINS
 
     libraries = ["pypdfium2", "charset_normalizer", "icalendar", "recurring_ical_events", "docx", "openpyxl",
-                 "pptx", "PIL.Image", "mutagen"]  # fmt: skip
+                 "pptx", "PIL.Image"]  # fmt: skip
     ctx.set_forkserver_preload(["hippocamp.perceive.wall", *BUILTINS["reader"], *libraries])
     return ctx

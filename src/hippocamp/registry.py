@@ -26,7 +26,9 @@ BUILTINS: dict[str, tuple[str, ...]] = {
         "hippocamp.perceive.office",
         "hippocamp.perceive.mail",
         "hippocamp.perceive.calendar",
-        "hippocamp.perceive.media",
+        "hippocamp.perceive.image",
+        "hippocamp.perceive.audio",
+        "hippocamp.perceive.video",
     ),
     "provider": (
         "hippocamp.models.providers.mock",

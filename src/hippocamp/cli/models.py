@@ -39,9 +39,34 @@ def list_models() -> None:
             f"{spec.size / 1e6:.0f} MB",
         )
     out.print(table)
+    out.print(_weights_table())
     default, smoke = default_chat_model()
     out.print(f"default chat model: [bold]{default}[/]" + (" (smoke-level only)" if smoke else ""))
     out.print(f"llama.cpp threads: {thread_count()} (HIPPOCAMP_LLAMA_THREADS)")
+
+
+def _weights_table() -> object:
+    """Every pinned model file of the weights catalog, and whether it is on this machine (not hashed here)."""
+    from rich.table import Table
+
+    from hippocamp.models.weights import CATALOG, installed_path
+
+    table = Table(title="Pinned model files (hippocamp.models.weights)", title_justify="left")
+    for col in ("kind", "model", "file", "size", "package(s)", "how", "here"):
+        table.add_column(col)
+    for file in CATALOG:
+        dists = dict.fromkeys(m.requirement for m in file.members)
+        packages = next(iter(dists)) + (f" … ({len(dists)} parts)" if len(dists) > 1 else "")
+        table.add_row(
+            file.kind,
+            file.model,
+            file.name,
+            f"{file.size / 1e6:.1f} MB" if file.size >= 100_000 else f"{file.size / 1e3:.0f} kB",
+            packages,
+            file.how,
+            "[green]yes[/]" if installed_path(file) else "[dim]no[/]",
+        )
+    return table
 
 
 @models.command("install")

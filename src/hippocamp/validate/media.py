@@ -1,6 +1,7 @@
 """Measuring files so that locators can be checked against them: page counts and labels of PDFs
 (and office documents that record them), slide counts, sheets and their extents, line counts,
-image sizes, and durations of audio and video.
+image sizes, and durations of audio and video (hippocamp's own header probing,
+`hippocamp.perceive.avprobe`, for WAV, MP3, MP4/M4A/MOV, FLAC and Ogg; ffprobe for the rest).
 
 `probe` never raises for a bad file: what it could not measure is None and ``error`` says why.
 """
@@ -10,7 +11,6 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-import wave
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -163,27 +163,17 @@ def _probe_image(path: Path) -> MediaInfo:
         return MediaInfo(kind="image", error="not a readable image")
 
 
-def _probe_wav(path: Path) -> MediaInfo:
-    try:
-        with wave.open(str(path), "rb") as w:
-            frames, rate = w.getnframes(), w.getframerate()
-        return MediaInfo(kind="audio", duration=frames / float(rate) if rate else None)
-    except (wave.Error, EOFError):
-        return _probe_av(path, "audio")  # e.g. WAV with a compressed codec
-
-
 def _probe_av(path: Path, modality: str | None = None) -> MediaInfo:
+    from hippocamp.perceive.avprobe import probe_media
+    from hippocamp.perceive.base import ReadError
+
     kind = modality or modality_of(path.name) or "other"
     duration = None
     error = None
     try:
-        import mutagen
-
-        media = mutagen.File(str(path))
-        if media is not None and getattr(media, "info", None) is not None:
-            length = getattr(media.info, "length", None)
-            duration = float(length) if length else None
-    except Exception as exc:  # mutagen raises format-specific errors for damaged files
+        facts = probe_media(path) or {}
+        duration = float(facts["duration"]) if facts.get("duration") else None
+    except (ReadError, OSError) as exc:
         error = f"cannot read media headers: {exc}"
     if duration is None:
         duration, ff_error = _ffprobe_duration(path)
@@ -242,5 +232,4 @@ _PROBES = {
     "webp": _probe_image,
     "heic": _probe_image,
     "heif": _probe_image,
-    "wav": _probe_wav,
 }
