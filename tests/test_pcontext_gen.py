@@ -13,12 +13,11 @@ import pytest
 
 from hippocamp.pcontext import SetConfig, parse_filter, read_seed_file, run_set, sample_seeds
 from hippocamp.pcontext import verify as V
+from hippocamp.pcontext.banks import fact_bank, phrase_bank
 from hippocamp.pcontext.cases import PER_TYPE, CaseContext, ask, change_topic, template_cases
 from hippocamp.pcontext.facts import bank, fact_from_spec, spec_of
 from hippocamp.pcontext.pipeline import _load, _load_jsonl
 from hippocamp.pcontext.seeds import SeedError
-from hippocamp.pcontext.templates import text as T
-from hippocamp.pcontext.templates.facts import BANK, CATEGORY_ASK
 from hippocamp.schema.pcontext import (
     BOUNDARIES,
     CATEGORIES,
@@ -184,10 +183,11 @@ def test_bank_signals_carry_cues_and_never_name_facts() -> None:
             assert not [k for k, t in terms if V.has_term(text, t)], (s.key, text)
         for d in s.decoys:
             assert not set(V.normalize(d).split()) & V.FIRST_PERSON, d
-    filler = [*T.FILLER_LINES, *T.FILLER_REPLIES, *T.REPLIES, *(a + " " + b for a, b in T.FILLER_EVENTS)]
+    T = phrase_bank()
+    filler = [*T.filler_lines, *T.filler_replies, *T.replies, *(a + " " + b for a, b in T.filler_events)]
     for text in filler:
         assert not [k for k, t in terms if V.has_term(text, t)], text
-    assert sum(len(q) for q in T.QUESTIONS.values()) >= 100
+    assert sum(len(q) for q in T.questions.values()) >= 100
 
 
 def test_default_persona_at_paper_scale(tset: tuple[SetConfig, SetSummary]) -> None:
@@ -209,9 +209,10 @@ def test_default_persona_at_paper_scale(tset: tuple[SetConfig, SetSummary]) -> N
 
 
 def test_bank_scale_and_no_self_leak() -> None:
-    by_cat = Counter(s.category for s in BANK)
+    top = fact_bank().facts  # the specs without their successor states
+    by_cat = Counter(s.category for s in top)
     assert set(by_cat) == set(CATEGORIES) and min(by_cat.values()) >= 7
-    assert sum(1 for s in BANK if s.then is not None) >= 10
+    assert sum(1 for s in top if s.then is not None) >= 10
     specs = list(bank().values())
     assert {r.boundary for s in specs for r in s.requests} == set(BOUNDARIES)
     for s in specs:
@@ -222,10 +223,11 @@ def test_bank_scale_and_no_self_leak() -> None:
         for r in s.requests:
             assert set(V.normalize(r.text).split()) & V.FIRST_PERSON, r.text  # T5 is first person
     # the checker does catch a signal that names the fact
-    leaky = fact_from_spec(BANK[0], "p000-F001")
-    assert V.find_leaks(f"so anyway, {BANK[0].synonyms[0]}", [leaky])
-    assert len(T.PATTERNS) >= PER_TYPE["T4"] and {str(p["kind"]) for p in T.PATTERNS} == set(MECHANISMS)
-    assert len({str(p["question"]) for p in T.PATTERNS}) == len(T.PATTERNS)
+    leaky = fact_from_spec(top[0], "p000-F001")
+    assert V.find_leaks(f"so anyway, {top[0].synonyms[0]}", [leaky])
+    patterns = phrase_bank().patterns
+    assert len(patterns) >= PER_TYPE["T4"] and {p.kind for p in patterns} == set(MECHANISMS)
+    assert len({p.question for p in patterns}) == len(patterns)
 
 
 #: the pronoun slots of a question, for both sexes
@@ -294,9 +296,10 @@ def test_model_facts_keep_the_category_question(one: dict) -> None:
     persona = one["persona"]
     name = persona.seed.name.split()[0]
     facts = [f.model_copy(update={"tags": [t for t in f.tags if not t.startswith("bank:")]}) for f in one["facts"]]
-    assert ask(facts[0], persona) == f"What can you tell about {CATEGORY_ASK[facts[0].category].format(name=name)}?"
+    category_ask = fact_bank().category_ask
+    assert ask(facts[0], persona) == f"What can you tell about {category_ask[facts[0].category].format(name=name)}?"
     prior = next(f for f in facts if f.prior_of)
-    assert change_topic(prior, persona) == CATEGORY_ASK[prior.category].format(name=name)
+    assert change_topic(prior, persona) == category_ask[prior.category].format(name=name)
     present = {i.fragment_id for i in [*one["messages"], *one["events"]] if i.fragment_id}
     cases = template_cases(CaseContext(persona, facts, one["clusters"], present), random.Random(1))
     by_type = Counter(c.type for c in cases)

@@ -11,16 +11,13 @@ adds its own findings (`pipeline.py`); the same rules then run over its repaired
 from __future__ import annotations
 
 import random
-from typing import Literal, cast
 
+from hippocamp.pcontext.banks import FactSpec, Perspective, fact_bank
 from hippocamp.pcontext.facts import fact_from_spec, spec_of
 from hippocamp.pcontext.seeds import marginals
-from hippocamp.pcontext.templates.facts import BANK, FactSpec
 from hippocamp.schema.pcontext import AuditFinding, AuditReport, Fact, Seed
 
 __all__ = ["audit_and_repair", "ensure_changeable", "find_problems", "working"]
-
-Perspective = Literal["demographic", "behavioral", "psychological", "political"]
 
 
 def working(seed: Seed) -> bool:
@@ -40,25 +37,23 @@ def _lives(household: str, word: str) -> bool:
 def demographic_issue(spec: FactSpec, seed: Seed) -> str | None:
     """Why ``spec`` does not fit the seed, or None."""
     w = spec.when
-    if "min_age" in w and seed.age < cast(int, w["min_age"]):
-        return f"age {seed.age} is below {w['min_age']}"
-    if "max_age" in w and seed.age > cast(int, w["max_age"]):
-        return f"age {seed.age} is above {w['max_age']}"
-    if "household" in w and not any(_lives(seed.household, h) for h in cast(tuple[str, ...], w["household"])):
+    if w.min_age is not None and seed.age < w.min_age:
+        return f"age {seed.age} is below {w.min_age}"
+    if w.max_age is not None and seed.age > w.max_age:
+        return f"age {seed.age} is above {w.max_age}"
+    if w.household is not None and not any(_lives(seed.household, h) for h in w.household):
         return f"household {seed.household!r} does not fit"
-    if w.get("working") and not working(seed):
+    if w.working and not working(seed):
         return f"not working ({seed.occupation})"
-    if "status" in w and seed.occupation not in cast(tuple[str, ...], w["status"]):
+    if w.status is not None and seed.occupation not in w.status:
         return f"work status is {seed.occupation!r}"
-    if "groups" in w and not any(
-        g.lower() in seed.occupation_group.lower() for g in cast(tuple[str, ...], w["groups"])
-    ):
+    if w.groups is not None and not any(g.lower() in seed.occupation_group.lower() for g in w.groups):
         return f"occupation group {seed.occupation_group!r} does not fit"
-    if "education" in w and not any(e in seed.education for e in cast(tuple[str, ...], w["education"])):
+    if w.education is not None and not any(e in seed.education for e in w.education):
         return f"education {seed.education!r} does not fit"
-    if "max_income" in w and _income_index(seed) > cast(int, w["max_income"]):
+    if w.max_income is not None and _income_index(seed) > w.max_income:
         return f"income {seed.income_band} is too high"
-    if "min_income" in w and _income_index(seed) < cast(int, w["min_income"]):
+    if w.min_income is not None and _income_index(seed) < w.min_income:
         return f"income {seed.income_band} is too low"
     return None
 
@@ -70,7 +65,7 @@ def _conflict(a: Fact, b: Fact) -> Perspective | None:
             continue
         for tag, perspective in spec.conflicts.items():
             if tag in y.tags:
-                return cast(Perspective, perspective)
+                return perspective
     return None
 
 
@@ -126,8 +121,8 @@ def audit_and_repair(seed: Seed, facts: list[Fact], rng: random.Random) -> tuple
         filled: dict[str, int] = {}
         for f in facts:
             filled[f.category] = filled.get(f.category, 0) + 1
-        same = [s for s in BANK if s.category == bad.category and s.key not in used]
-        other = [s for s in BANK if s.category != bad.category and s.key not in used]
+        same = [s for s in fact_bank().facts if s.category == bad.category and s.key not in used]
+        other = [s for s in fact_bank().facts if s.category != bad.category and s.key not in used]
         rng.shuffle(same)
         rng.shuffle(other)
         other.sort(key=lambda s: filled.get(s.category, 0))
@@ -164,7 +159,7 @@ def ensure_changeable(seed: Seed, facts: list[Fact], rng: random.Random, want: i
         return facts
     facts = list(facts)
     used = {spec.key for f in facts if (spec := spec_of(f)) is not None}
-    options = [s for s in BANK if s.then is not None and s.key not in used]
+    options = [s for s in fact_bank().facts if s.then is not None and s.key not in used]
     rng.shuffle(options)
     for spec in options:
         if len(changing) >= want:

@@ -2,7 +2,7 @@
 
 T1 one fact from one app; T2 facts whose fragments span messenger and calendar; T3 a prior and a
 current state (the stale state is the prior one taken as current); T4 a higher-level pattern from two
-facts (`templates.text.PATTERNS`: conclusion, mechanism kind and mechanism); T5 a first-person request
+facts (`banks.Pattern`: conclusion, mechanism kind and mechanism); T5 a first-person request
 touching a persona constraint, with the expected action boundary. `verify.check_cases` then rejects
 ungrounded, duplicate and type-invalid cases.
 
@@ -16,9 +16,8 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 
+from hippocamp.pcontext.banks import fact_bank, phrase_bank
 from hippocamp.pcontext.facts import spec_of
-from hippocamp.pcontext.templates.facts import CATEGORY_ASK
-from hippocamp.pcontext.templates.text import PATTERNS
 from hippocamp.schema.pcontext import Case, Cluster, Fact, Persona
 
 __all__ = ["PER_TYPE", "CaseContext", "ask", "change_topic", "template_cases"]
@@ -74,7 +73,7 @@ def ask(fact: Fact, persona: Persona) -> str:
     name = persona.seed.name.split()[0]
     spec = spec_of(fact)
     if spec is None:
-        return f"What can you tell about {CATEGORY_ASK[fact.category].format(name=name)}?"
+        return f"What can you tell about {fact_bank().category_ask[fact.category].format(name=name)}?"
     return spec.ask.format(name=name, **_pron(persona))
 
 
@@ -83,7 +82,7 @@ def change_topic(fact: Fact, persona: Persona) -> str:
     name = persona.seed.name.split()[0]
     spec = spec_of(fact)
     if spec is None or not spec.change:
-        return CATEGORY_ASK[fact.category].format(name=name)
+        return fact_bank().category_ask[fact.category].format(name=name)
     return spec.change.format(name=name, **_pron(persona))
 
 
@@ -192,13 +191,13 @@ def _matches(fact: Fact, alternatives: tuple[str, ...]) -> bool:
 def _t4(ctx: CaseContext, rng: random.Random, n: int) -> list[Case]:
     out: list[Case] = []
     pron = _pron(ctx.persona)
-    patterns = list(PATTERNS)
+    patterns = list(phrase_bank().patterns)
     rng.shuffle(patterns)
     for pattern in patterns:
         if len(out) == n:
             break
         chosen: list[Fact] = []
-        for alternatives in pattern["slots"]:  # type: ignore[attr-defined]
+        for alternatives in pattern.slots:
             options = [f for f in ctx.current if f not in chosen and _matches(f, alternatives)]
             if not options:
                 chosen = []
@@ -207,21 +206,21 @@ def _t4(ctx: CaseContext, rng: random.Random, n: int) -> list[Case]:
         if len(chosen) < 2:
             continue
         fmt = {"name": ctx.name, **pron, "a": chosen[0].label, "b": chosen[1].label}
-        conclusion = str(pattern["conclusion"]).format(**fmt)
-        mechanism = str(pattern["why"]).format(**fmt)
+        conclusion = pattern.conclusion.format(**fmt)
+        mechanism = pattern.why.format(**fmt)
         frags = [x for f in chosen for x in ctx.all_frags(f.id)]
         out.append(
             _case(
                 ctx,
                 len(out) + 1,
                 "T4",
-                str(pattern["question"]).format(**fmt),
+                pattern.question.format(**fmt),
                 chosen,
                 frags,
                 f"{conclusion}: {mechanism}",
                 conclusion=conclusion,
                 mechanism=mechanism,
-                mechanism_kind=str(pattern["kind"]),
+                mechanism_kind=pattern.kind,
             )
         )
     return out

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import random
 
+from hippocamp.pcontext.banks import fact_bank, phrase_bank
 from hippocamp.pcontext.facts import spec_of
 from hippocamp.pcontext.seeds import marginals
-from hippocamp.pcontext.templates.facts import THEME
-from hippocamp.pcontext.templates.text import CONTACT_HISTORY, CONTACT_KINDS
 from hippocamp.schema.pcontext import Circle, Contact, Fact, Seed
 
 __all__ = ["check_circle", "template_circle"]
@@ -40,8 +39,9 @@ _FAMILY = ("spouse", "parent", "sibling", "cousin")
 
 
 def _kinds(seed: Seed, n: int, rng: random.Random) -> list[str]:
-    kinds = [k for key, ks in CONTACT_KINDS.items() if key != "*" and key in seed.household for k in ks]
-    pool = list(CONTACT_KINDS["*"])
+    contact_kinds = phrase_bank().contact_kinds
+    kinds = [k for key, ks in contact_kinds.items() if key != "*" and key in seed.household for k in ks]
+    pool = list(contact_kinds["*"])
     rng.shuffle(pool)
     for k in pool:
         if len(kinds) >= n:
@@ -74,10 +74,11 @@ def template_circle(seed: Seed, facts: list[Fact], n: int, rng: random.Random) -
         used_names.add(first)
         last = persona_last if kind in _FAMILY and persona_last else rng.choice(data["last_names"])
         years = rng.randint(2, 25)
-        history = rng.choice(CONTACT_HISTORY[kind]).format(
+        history = rng.choice(phrase_bank().contact_history[kind]).format(
             name=persona_first, years=years, since=2024 - years, state=seed.state
         )
-        fitting = [f for f in current if THEME[f.category] in _THEMES_FOR[kind] and f.id not in taken]
+        theme = fact_bank().theme
+        fitting = [f for f in current if theme[f.category] in _THEMES_FOR[kind] and f.id not in taken]
         linked = rng.sample(fitting, min(2, len(fitting)))
         taken.update(f.id for f in linked)
         contacts.append(

@@ -1,6 +1,6 @@
 """Stage 2b: the hidden-fact inventory (18 categories), with prior/current states for facts that change.
 
-The template engine samples facts from `templates.facts.BANK` per category, deliberately *without*
+The template engine samples facts from the fact bank (`banks.fact_bank`) per category, deliberately *without*
 looking at the seed or at other facts: the audit (`audit.py`) must find and repair what does not fit.
 A model distills facts from the interview instead (`pipeline.py`).
 """
@@ -11,7 +11,7 @@ import random
 from datetime import date, timedelta
 from functools import cache
 
-from hippocamp.pcontext.templates.facts import BANK, FactSpec
+from hippocamp.pcontext.banks import FactSpec, fact_bank
 from hippocamp.schema.pcontext import CATEGORIES, Fact
 
 __all__ = ["DEFAULT_CHANGES", "DEFAULT_FACTS", "apply_changes", "bank", "fact_from_spec", "sample_facts", "spec_of"]
@@ -25,7 +25,7 @@ DEFAULT_CHANGES = 7
 def bank() -> dict[str, FactSpec]:
     """Every spec by key, current states (``then``) included."""
     out: dict[str, FactSpec] = {}
-    for spec in BANK:
+    for spec in fact_bank().facts:
         out[spec.key] = spec
         if spec.then is not None:
             out[spec.then.key] = spec.then
@@ -55,7 +55,7 @@ def fact_from_spec(spec: FactSpec, fid: str) -> Fact:
 def sample_facts(persona_id: str, rng: random.Random, n: int = DEFAULT_FACTS - DEFAULT_CHANGES) -> list[Fact]:
     """``n`` facts spread evenly over the 18 categories (as many as the bank holds), drawn blindly from
     the bank (the audit repairs misfits). Categories take turns, in a new random order each round."""
-    pools = {c: [s for s in BANK if s.category == c] for c in CATEGORIES}
+    pools = {c: [s for s in fact_bank().facts if s.category == c] for c in CATEGORIES}
     for pool in pools.values():
         rng.shuffle(pool)
     chosen: dict[str, list[FactSpec]] = {c: [] for c in CATEGORIES}

@@ -10,7 +10,7 @@ import random
 from collections import defaultdict
 
 from hippocamp.pcontext.audit import working
-from hippocamp.pcontext.templates.text import GENERIC_ANSWERS, QUESTIONS
+from hippocamp.pcontext.banks import phrase_bank
 from hippocamp.schema.pcontext import Fact, InterviewTurn, Seed
 
 __all__ = ["TOPIC_OF", "question_list", "template_interview"]
@@ -40,7 +40,7 @@ TOPIC_OF = {
 def question_list() -> list[tuple[str, str, str]]:
     """(turn id, topic, question) for every interview question, in order."""
     out = []
-    for topic, questions in QUESTIONS.items():
+    for topic, questions in phrase_bank().questions.items():
         for q in questions:
             out.append((f"q{len(out) + 1:03d}", topic, q))
     return out
@@ -103,7 +103,7 @@ def template_interview(seed: Seed, facts: list[Fact], rng: random.Random) -> tup
     slots = _slots(seed)
     turns = []
     for i, (qid, topic, question) in enumerate(questions):
-        generic = rng.choice(GENERIC_ANSWERS[topic]).format(**slots)
+        generic = rng.choice(phrase_bank().generic_answers[topic]).format(**slots)
         answer = " ".join(statements[i]) if statements[i] else generic
         turns.append(InterviewTurn(id=qid, topic=topic, question=question, answer=answer))
     return turns, [f.model_copy(update={"sources": sources.get(f.id, [])}) for f in facts]

@@ -23,18 +23,9 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 from itertools import chain
 
+from hippocamp.pcontext.banks import fact_bank, phrase_bank
 from hippocamp.pcontext.facts import spec_of
 from hippocamp.pcontext.seeds import marginals
-from hippocamp.pcontext.templates.facts import THEME
-from hippocamp.pcontext.templates.text import (
-    FILLER_EVENTS,
-    FILLER_LINES,
-    FILLER_REPLIES,
-    OPENERS,
-    REPLIES,
-    SIGNOFFS,
-    WORDS,
-)
 from hippocamp.pcontext.verify import FIRST_PERSON, find_leaks, lexical_recovery, normalize, tokens
 from hippocamp.schema.pcontext import (
     CalendarEvent,
@@ -69,7 +60,8 @@ class _Slots(dict[str, str]):
         self.rng = rng
 
     def __missing__(self, key: str) -> str:
-        return self.rng.choice(WORDS[key]) if key in WORDS else "{" + key + "}"
+        words = phrase_bank().words
+        return self.rng.choice(words[key]) if key in words else "{" + key + "}"
 
 
 def fill(template: str, rng: random.Random, **given: str) -> str:
@@ -109,7 +101,7 @@ def make_clusters(ctx: LogContext) -> list[tuple[str, str, list[str]]]:
     rng = ctx.rng("clusters")
     themes: dict[str, list[Fact]] = {}
     for fact in ctx.facts:
-        themes.setdefault(THEME[fact.category], []).append(fact)
+        themes.setdefault(fact_bank().theme[fact.category], []).append(fact)
     ordered: list[tuple[str, Fact]] = []
     for theme in sorted(themes):
         group = list(themes[theme])
@@ -205,9 +197,9 @@ def template_fragments(ctx: LogContext, cluster_id: str, fact_ids: list[str], at
                 spec = spec_of(fact)
                 msgs = spec.msgs if spec else tuple(f"dealing with the {c} thing again" for c in fact.cues[:3])
                 i = _variant(msgs, used.setdefault((fact.id, "m"), set()), rng)
-                lines.append(FragmentLine(sender="me", text=rng.choice(OPENERS) + fill(msgs[i], rng)))
+                lines.append(FragmentLine(sender="me", text=rng.choice(phrase_bank().openers) + fill(msgs[i], rng)))
             if rng.random() < 0.6:
-                lines.append(FragmentLine(sender=contact, text=rng.choice(REPLIES)))
+                lines.append(FragmentLine(sender=contact, text=rng.choice(phrase_bank().replies)))
             out.append(
                 Fragment(
                     id=fid,
@@ -321,7 +313,7 @@ def _decoy_items(ctx: LogContext, rng: random.Random) -> Iterator[_Session | Cal
             sender = rng.choice(contacts)
             lines = [(sender, text, "decoy", None, None, other)]
             if rng.random() < 0.5:
-                lines.append(("me", rng.choice(FILLER_REPLIES), "decoy", None, None, other))
+                lines.append(("me", rng.choice(phrase_bank().filler_replies), "decoy", None, None, other))
             yield _Session(sender, _at(rng, (ctx.start, ctx.end), "messenger"), lines)
         else:
             title = f"{other}'s {fill(rng.choice(titles), rng).lower()}" if titles else f"{other}'s {cue}"
@@ -346,6 +338,7 @@ def _contact_name(ctx: LogContext, cid: str) -> str:
 
 
 def _filler_items(ctx: LogContext, rng: random.Random, evidence: list[_Session]) -> Iterator[object]:
+    phrases = phrase_bank()
     contacts = [c.id for c in ctx.circle.contacts] or ["c0"]
     while True:
         r = rng.random()
@@ -355,7 +348,7 @@ def _filler_items(ctx: LogContext, rng: random.Random, evidence: list[_Session])
             if not s.has_before:
                 yield ("before", s, rng.choice(("hey", "hi!", "you around?", "quick q", "morning!", "ok so")))
             else:
-                yield ("after", s, rng.choice(SIGNOFFS))
+                yield ("after", s, rng.choice(phrases.signoffs))
         elif r < 0.7:
             contact = rng.choice(contacts)
             name = _contact_name(ctx, contact)
@@ -363,11 +356,14 @@ def _filler_items(ctx: LogContext, rng: random.Random, evidence: list[_Session])
             first_is_me = rng.random() < 0.6
             for k in range(rng.randint(2, 4)):
                 me = (k % 2 == 0) == first_is_me
-                text = fill(rng.choice(FILLER_LINES), rng, contact=name) if me or k == 0 else rng.choice(FILLER_REPLIES)
+                if me or k == 0:
+                    text = fill(rng.choice(phrases.filler_lines), rng, contact=name)
+                else:
+                    text = rng.choice(phrases.filler_replies)
                 lines.append(("me" if me else contact, text, "filler", None, None, None))
             yield _Session(contact, _at(rng, (ctx.start, ctx.end), "messenger"), lines)
         else:
-            title, notes = rng.choice(FILLER_EVENTS)
+            title, notes = rng.choice(phrases.filler_events)
             name = _contact_name(ctx, rng.choice(contacts))
             start = _at(rng, (ctx.start, ctx.end), "calendar")
             yield CalendarEvent(
