@@ -26,8 +26,8 @@ def main() -> None:
     parser.add_argument("--modes", default="fts,hybrid")
     parser.add_argument("--out", type=Path, default=Path("/tmp/hc-bench-ablation"))
     args = parser.parse_args()
+    from hippocamp.benchmarks.pcontext.suite import load_pcontext_suite
     from hippocamp.pcontext import SetConfig, run_set
-    from hippocamp.pcontext.applog import load_pcontext_suite
     from hippocamp.runs import SuiteOptions
     from hippocamp.scoring.pcontext import retrieval_recall
     from hippocamp.scoring.stats import wilcoxon

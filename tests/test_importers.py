@@ -354,3 +354,43 @@ def test_hippocamp_import_one_profile_and_cli(release: Path, tmp_path: Path):
     assert "Adam" in result.output and "1 from Gold" in result.output and "Victoria" in result.output
     with pytest.raises(ImporterError, match="no HippoCamp profiles"):
         import_hippocamp(tmp_path / "one", tmp_path / "x")
+
+
+# -- every importer ends in a suite that runs and scores as is ----------------------------------------
+def _run_and_score(tmp_path: Path, suite: str) -> list[Any]:
+    """``hippocamp run`` with the mock model, then ``hippocamp score`` with the facts judge; the lines."""
+    from hippocamp.scoring.run_scores import load_scores
+
+    out = tmp_path / "run"
+    args = ["run", "--suite", suite, "--agent", "rag", "--model", "mock", "--out", str(out), "--no-embed",
+            "--no-ocr", "--no-asr", "--concurrency", "1"]  # fmt: skip
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    scored = CliRunner().invoke(main, ["score", str(out), "--judge-mode", "facts"], catch_exceptions=False)
+    assert scored.exit_code == 0, scored.output
+    assert "no gold record" not in scored.output
+    return load_scores(out)
+
+
+def test_an_imported_release_runs_and_scores(release: Path, tmp_path: Path):
+    out = tmp_path / "suite"
+    result = CliRunner().invoke(main, ["import", "hippocamp", str(release), "--out", str(out), "--no-embed",
+                                       "--workers", "1"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    lines = _run_and_score(tmp_path, str(out / "suite.json"))
+    # Victoria's records are not JSON: the release's damage leaves that profile out, the rest runs
+    assert sorted(s.task_id for s in lines) == ["Adam/adam_1", "Adam/adam_2", "Adam/adam_3", "Bei/bei_1"]
+    assert all(s.benchmark == "hippocamp" for s in lines) and any(s.status == "ok" for s in lines)
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["benchmark"] == "hippocamp" and set(manifest["suite"]["skipped_profiles"]) == {"Victoria"}
+    assert [p["name"] for p in manifest["suite"]["profiles"]] == ["Adam", "Bei"]
+
+
+def test_an_imported_financebench_runs_and_scores(financebench_dir: Path, tmp_path: Path):
+    out = tmp_path / "fb"
+    result = CliRunner().invoke(main, ["import", "financebench", str(financebench_dir), "--out", str(out),
+                                       "--name", "Finance"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    lines = _run_and_score(tmp_path, str(out))
+    assert sorted(s.task_id for s in lines) == ["fb_1", "fb_2", "fb_3", "fb_5"]
+    assert all("hippocamp" in s.files for s in lines) and any(s.status == "ok" for s in lines)

@@ -76,7 +76,7 @@ def test_suite_over_import_resolves_relative_time(tmp_path: Path, monkeypatch: p
         obs = env.search("pottery class", k=2)
         assert "D1:1" in obs.text and "yesterday = Sun 2023-05-07" in obs.text
         assert "next week = 2023-05-15..2023-05-21" in env.read("messenger/session_1.txt", "message D1:2").text
-        assert suite.describe()["kind"] == "pcontext"
+        assert suite.benchmark == "pcontext" and "pcontext_dir" in suite.describe()
     finally:
         suite.close()
 
@@ -87,3 +87,21 @@ def test_cli(tmp_path: Path) -> None:
     res = CliRunner().invoke(main, ["import", "locomo", str(_write(tmp_path)), "--out", str(tmp_path / "o"), "--json"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.output)["cases_by_type"]["abstain"] == 1
+
+
+def test_an_imported_locomo_runs_and_scores(tmp_path: Path) -> None:
+    """The importer's folder is a suite as it is (no prefix needed): run with the mock model, scored by
+    the rubrics, the abstention case included."""
+    from hippocamp.cli import main
+    from hippocamp.scoring.run_scores import load_scores
+
+    out = tmp_path / "locomo"
+    result = CliRunner().invoke(main, ["import", "locomo", str(_write(tmp_path)), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    run = tmp_path / "run"
+    args = ["run", "--suite", str(out), "--agent", "rag", "--model", "mock", "--out", str(run), "--no-embed"]
+    assert (r := CliRunner().invoke(main, args, catch_exceptions=False)).exit_code == 0, r.output
+    assert (r := CliRunner().invoke(main, ["score", str(run)], catch_exceptions=False)).exit_code == 0, r.output
+    lines = load_scores(run)
+    assert len(lines) == 5 and all(s.benchmark == "pcontext" and s.status == "ok" for s in lines)
+    assert {s.grade["type"] for s in lines} == {"T1", "T2", "T3", "T4", "abstain"}

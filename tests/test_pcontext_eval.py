@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from hippocamp.pcontext.applog import full_context
-from hippocamp.pcontext.timeref import annotate, resolve
+from hippocamp.perceive.applog import full_context
 from hippocamp.runs.suite import SuiteOptions, load_suite
+from hippocamp.text.timeref import annotate, resolve
 
 # 2023-05-10 is a Wednesday
 WED = datetime(2023, 5, 10, 9, 0)

@@ -135,15 +135,19 @@ def test_score_pcontext_with_and_without_a_judge(scored_run: Path) -> None:
     assert judged.summary["answer_accuracy"] == 1.0 and s["answer_accuracy"] == 0.0  # T1 only (T5 has none)
     assert judged.summary["judged_items"] == 4
     lines = load_scores(scored_run)
-    assert {ln.decided_by for ln in lines} == {"rubric+judge"} and all(
-        ln.judge.startswith("pcontext-rubric+") for ln in lines
-    )
+    judged_lines = [ln for ln in lines if ln.judge == judged.judge]
+    assert judged.judge.startswith("pcontext-rubric+") and len(judged_lines) == 4
+    assert {ln.decided_by for ln in judged_lines} == {"rubric+judge"}
+    assert {ln.judge for ln in lines} == {"pcontext-rubric", judged.judge}  # the rubric's own lines are kept
+    again = asyncio.run(score_run(scored_run, Judge(model, mode="robust"), retrieval_k=0))
+    assert (again.scored, again.skipped) == (0, 4) and again.summary["accuracy"] == 1.0  # resumed: nothing to do
 
     # an outage: every episode that needed the judge is unscored, never wrong
-    down = Panel([Judge(get_model("mock", outputs=[ModelError("down")] * 10), mode="robust")])
+    down = Panel([Judge(get_model("mock:down", outputs=[ModelError("down")] * 10), mode="robust")])
     out = asyncio.run(score_run(scored_run, down, retrieval_k=0))
     assert out.unscored == 4 and out.summary["episodes"] == 0 and out.summary["accuracy"] is None
-    assert all(ln.status == "unscored" and ln.correct is None for ln in load_scores(scored_run))
+    mine = [ln for ln in load_scores(scored_run) if ln.judge == out.judge]
+    assert len(mine) == 4 and all(ln.status == "unscored" and ln.correct is None for ln in mine)
 
 
 def test_score_cli_on_a_pcontext_run(scored_run: Path) -> None:
@@ -191,7 +195,7 @@ def test_filler_ablation_as_a_paired_comparison(tmp_path: Path, monkeypatch: pyt
     a, b = ([p.read_bytes() for p in sorted(c)] for c in cases)
     assert a == b  # same seed, same cases: only the filler differs
     report = build_report(runs, figures=False)
-    (c,) = report.pcontext_comparisons
+    (c,) = report.section("pcontext").comparisons
     means = []
     for r in runs:
         by_case = {s.task_id: float(bool(s.correct)) for s in load_scores(r)}
@@ -207,9 +211,9 @@ def test_filler_ablation_as_a_paired_comparison(tmp_path: Path, monkeypatch: pyt
     text = render_markdown(report)
     assert "P-ContextBench: comparison against" in text and "(15 questions)" in text
     # answer accuracy (citations aside) per type, from the score lines
-    t1 = [s for s in load_scores(runs[0]) if s.facts["type"] == "T1"]
-    share = sum(bool(s.facts["answer_ok"]) for s in t1) / len(t1)
-    assert report.pcontext.rows[0].types["T1"].answer_accuracy == pytest.approx(share)
+    t1 = [s for s in load_scores(runs[0]) if s.grade["type"] == "T1"]
+    share = sum(bool(s.grade["answer_ok"]) for s in t1) / len(t1)
+    assert report.section("pcontext").tables.rows[0].types["T1"].answer_accuracy == pytest.approx(share)
     assert "answer alone" in text
 
 

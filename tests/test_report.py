@@ -37,6 +37,16 @@ from hippocamp.scoring.stats import wilcoxon
 MALICIOUS = "<script>alert(1)</script>"
 
 
+def hip(report: Report) -> Any:
+    """The report's HippoCamp section."""
+    return report.section("hippocamp")
+
+
+def pc(report: Report) -> Any:
+    """The report's P-ContextBench tables."""
+    return report.section("pcontext").tables
+
+
 @register("agent", "test-report-a")
 class AgentA:
     """Right on even tasks, a wrong number with a script tag on odd ones; cites the gold files; its
@@ -106,7 +116,7 @@ def _summary(run_dir: Path) -> dict[str, Any]:
 
 def test_headline_numbers_equal_the_summary(runs: list[Path], report: Report, rendered: tuple[str, str]) -> None:
     md, html = rendered
-    for run_dir, row, data in zip(runs, report.table2.rows, report.runs, strict=True):
+    for run_dir, row, data in zip(runs, hip(report).table2.rows, report.runs, strict=True):
         s = _summary(run_dir)
         assert row.overall.mean == pytest.approx(s["overall"]["mean"])
         assert row.unscored == s["unscored"] > 0
@@ -121,16 +131,16 @@ def test_headline_numbers_equal_the_summary(runs: list[Path], report: Report, re
         md_row = next(line for line in table2.splitlines() if line.startswith(f"| {row.run} | "))
         assert f" {fmt.pct(factual)} " in md_row
         column = runs.index(run_dir)
-        caps = {(dim, label): means[column] for dim, label, means in report.capability.rows}
+        caps = {(dim, label): means[column] for dim, label, means in hip(report).capability.rows}
         for dim, labels in s["by_capability"].items():
             for label, group in labels.items():
                 assert caps[(dim, label)].mean == group["mean"] and caps[(dim, label)].n == group["n"]
-        difficulty = {label: means[column] for _, label, means in report.difficulty.rows}
+        difficulty = {label: means[column] for _, label, means in hip(report).difficulty.rows}
         assert {k: v.as_dict() for k, v in difficulty.items()} == s["by_difficulty"]
         assert data.judge == "facts" and data.mode == "facts" and len(data.lines) == s["episodes"] == 21
     # every scored question lands in exactly one breadth / depth bucket
-    for table in report.breadth:
-        assert sum(means[0].n for _, _, means in table.rows) == report.table2.rows[0].overall.n
+    for table in hip(report).breadth:
+        assert sum(means[0].n for _, _, means in table.rows) == hip(report).table2.rows[0].overall.n
     assert "Table 2" in md and 'id="table2-table"' in html and 'id="capability-table"' in html
 
 
@@ -153,7 +163,7 @@ def test_unscored_items_and_unknown_cost_are_explicit(runs: list[Path], report: 
     assert fmt.cost(cost_b.cost) == "$0.0420"
     md_costs = next(line for line in md.splitlines() if line.startswith("| test-report-a · mock | 21 |"))
     assert "unknown" in md_costs and "$0" not in md_costs
-    views = {q.id: q for q in report.questions}
+    views = {q.id: q for q in hip(report).questions}
     attempt = next(a for a in views[unscored[0].task_id].attempts if a.run == "test-report-a · mock")
     assert attempt.verdict == "unscored" and attempt.reason
     assert html.count('class="pill v-unscored"') >= 2 * len(unscored)
@@ -161,7 +171,7 @@ def test_unscored_items_and_unknown_cost_are_explicit(runs: list[Path], report: 
 
 
 def test_paired_comparison(runs: list[Path], report: Report, rendered: tuple[str, str]) -> None:
-    (comparison,) = report.comparisons
+    (comparison,) = hip(report).comparisons
     assert comparison.base == "test-report-a · mock" and comparison.questions == 21
     acc = next(d for d in comparison.deltas if d.metric == "Accuracy")
     a, b = ({s.task_id: s.correct for s in load_scores(r)} for r in runs)
@@ -354,8 +364,8 @@ def _expected(lines: list[Any]) -> dict[str, dict[str, float]]:
     """Table 2 computed by hand from score lines: accuracy, worst epoch, Pass^2 (both epochs right)."""
     out: dict[str, dict[str, float]] = {}
     scored = [s for s in lines if s.correct is not None]
-    for ctype in sorted({s.facts["type"] for s in scored}):
-        mine = [s for s in scored if s.facts["type"] == ctype]
+    for ctype in sorted({s.grade["type"] for s in scored}):
+        mine = [s for s in scored if s.grade["type"] == ctype]
         epochs = sorted({s.epoch for s in mine})
         cases = sorted({s.task_id for s in mine})
         both = [c for c in cases if sum(s.correct for s in mine if s.task_id == c) == 2]
@@ -371,7 +381,7 @@ def _expected(lines: list[Any]) -> dict[str, dict[str, float]]:
 def test_pcontext_table2_equals_the_score_lines_and_summary(pc_run: Path, pc_report: Report) -> None:
     lines = _pc_lines(pc_run)
     expected = _expected(lines)
-    t = pc_report.pcontext
+    t = pc(pc_report)
     assert t is not None and t.pass_label == "Pass^2" and len(t.rows) == 1
     row = t.rows[0]
     assert row.k == 2 and row.unscored == 0 and set(row.types) == set(expected)
@@ -402,7 +412,7 @@ def test_pcontext_table2_equals_the_score_lines_and_summary(pc_run: Path, pc_rep
     assert row.wilcoxon is not None and row.wilcoxon.personas == w["personas"] == 2
     assert row.wilcoxon.pvalue == pytest.approx(w["pvalue"]) and row.wilcoxon.statistic == pytest.approx(w["statistic"])
     assert not any("older than the score lines" in n for n in pc_report.notes)
-    seen = [x.facts["seen_recall"] for x in scored if x.facts.get("seen_recall") is not None]
+    seen = [x.grade["seen_recall"] for x in scored if x.grade.get("seen_recall") is not None]
     assert row.seen_n == len(seen) and row.seen_recall == (pytest.approx(sum(seen) / len(seen)) if seen else None)
     if "seen_recall" in s:
         assert s["seen_recall"] == pytest.approx(row.seen_recall)
@@ -425,17 +435,17 @@ def test_pcontext_table2_equals_the_score_lines_and_summary(pc_run: Path, pc_rep
 
 def test_pcontext_failure_categories(pc_run: Path, pc_report: Report) -> None:
     lines = [s for s in _pc_lines(pc_run) if s.correct is not None]
-    t = pc_report.pcontext
+    t = pc(pc_report)
     assert t is not None
     got = {(f.type, f.category): f.cells[0] for f in t.failures}
     expected: dict[tuple[str, str], int] = {}
     for s in lines:
-        for f in s.facts.get("failures", []):
+        for f in s.grade.get("failures", []):
             if not s.correct:
-                expected[(s.facts["type"], f)] = expected.get((s.facts["type"], f), 0) + 1
+                expected[(s.grade["type"], f)] = expected.get((s.grade["type"], f), 0) + 1
     assert {k: c.errors_with for k, c in got.items() if c.errors_with} == expected
     for (ctype, _), cell in got.items():
-        errors = sum(not s.correct for s in lines if s.facts["type"] == ctype)
+        errors = sum(not s.correct for s in lines if s.grade["type"] == ctype)
         assert cell.errors == errors and cell.share == pytest.approx(cell.errors_with / errors)
     # the paper's categories that the script provokes (not T4's inference gap: a template mechanism restates
     # the labels), and one outside Table 3
@@ -452,10 +462,10 @@ def test_pcontext_failure_categories(pc_run: Path, pc_report: Report) -> None:
     assert f"| T5 | over-refusal | {refusal.errors_with} ({fmt.pct(refusal.share)}%) |" in table3
     assert "| T1 | no supporting evidence cited (other) |" in table3
     # T5 verdicts and the mean normalized score
-    t5 = [s for s in lines if s.facts["type"] == "T5"]
-    r5 = pc_report.pcontext.rows[0].types["T5"]
-    assert r5.verdicts == {v: sum(s.facts["verdict"] == v for s in t5) for v in {s.facts["verdict"] for s in t5}}
-    assert r5.mean_score == pytest.approx(sum(s.facts["score"] for s in t5) / len(t5))
+    t5 = [s for s in lines if s.grade["type"] == "T5"]
+    r5 = pc(pc_report).rows[0].types["T5"]
+    assert r5.verdicts == {v: sum(s.grade["verdict"] == v for s in t5) for v in {s.grade["verdict"] for s in t5}}
+    assert r5.mean_score == pytest.approx(sum(s.grade["score"] for s in t5) / len(t5))
     assert f"{r5.mean_score:.3f}" in md.split("### T5 verdicts")[1]
 
 
@@ -464,7 +474,7 @@ def test_pcontext_cases_are_escaped(pc_run: Path, pc_report: Report) -> None:
     assert HOSTILE not in html and MALICIOUS not in html and HOSTILE not in md and MALICIOUS not in md
     assert "&lt;img src=x onerror=&#34;alert(2)&#34;&gt;" in html and "&lt;img src=x" in md
     assert "<script" not in html.lower() and "<img src=x" not in html
-    t = pc_report.pcontext
+    t = pc(pc_report)
     assert t is not None and len(t.cases) == len({s.task_id for s in _pc_lines(pc_run)})
     case = next(c for c in t.cases if any(HOSTILE in a.answer for a in c.attempts))
     assert case.type == "T1" and len(case.attempts) == 2 and case.question
@@ -483,11 +493,11 @@ def test_pcontext_unscored_retrieval_and_a_stale_summary(pc_run: Path, tmp_path:
     shutil.copytree(pc_run, copy)
     lines = load_scores(copy)
     flipped = {lines[i].key for i in (0, 1, 5)}
-    judged = next(s for s in lines if s.key not in flipped and s.facts.get("covered"))
+    judged = next(s for s in lines if s.key not in flipped and s.grade.get("covered"))
     out = []
     for s in lines:
         if s.key == judged.key:  # a key item a judge model found paraphrased
-            s = s.model_copy(update={"facts": {**s.facts, "judged": [s.facts["covered"][0]]}})
+            s = s.model_copy(update={"grade": {**s.grade, "judged": [s.grade["covered"][0]]}})
         if s.key in flipped:
             s = s.model_copy(update={"correct": None, "score": None, "status": "unscored",
                                      "error": "judge model unreachable"})  # fmt: skip
@@ -498,7 +508,7 @@ def test_pcontext_unscored_retrieval_and_a_stale_summary(pc_run: Path, tmp_path:
     summary["retrieval"] = {"k": 10, "mode": "fts", "recall": 0.75, "by_type": {"T1": 0.5, "T5": 1.0}}
     (copy / SUMMARY).write_text(json.dumps(summary), encoding="utf-8")
     report = build_report([copy], figures=False)
-    row = report.pcontext.rows[0]
+    row = pc(report).rows[0]
     assert row.unscored == 3 and report.runs[0].summary["unscored"] == 3
     expected = _expected(load_scores(copy))
     for ctype, e in expected.items():
@@ -507,25 +517,25 @@ def test_pcontext_unscored_retrieval_and_a_stale_summary(pc_run: Path, tmp_path:
     assert any("older than the score lines" in n and "0.123" in n for n in report.notes)
     md, html = render_markdown(report), render_html(report)
     assert "75.0 (k=10, fts)" in md and "Retrieval recall@k" in html
-    attempts = [a for c in report.pcontext.cases for a in c.attempts if a.verdict == "unscored"]
+    attempts = [a for c in pc(report).cases for a in c.attempts if a.verdict == "unscored"]
     assert len(attempts) == 3 and all(a.reason == "judge model unreachable" for a in attempts)
     assert "⚠️ unscored: judge model unreachable" in md and html.count('class="pill v-unscored"') >= 6
-    assert f"{md_escape(judged.facts['covered'][0])} (judge)" in md and '<span class="small">(judge)</span>' in html
+    assert f"{md_escape(judged.grade['covered'][0])} (judge)" in md and '<span class="small">(judge)</span>' in html
     # no retrieval in the summary (a scorer without it): no retrieval columns
     del summary["retrieval"]
     (copy / SUMMARY).write_text(json.dumps(summary), encoding="utf-8")
     report = build_report([copy], figures=False)
-    assert report.pcontext.rows[0].retrieval is None and "| Retrieval recall@k |" not in render_markdown(report)
+    assert pc(report).rows[0].retrieval is None and "| Retrieval recall@k |" not in render_markdown(report)
 
 
 def test_mixed_profile_and_pcontext_runs(runs: list[Path], pc_run: Path) -> None:
     report = build_report([runs[0], pc_run], figures=False)
-    assert [r.kind for r in report.runs] == ["profile", "pcontext"]
-    assert report.profile_labels == ["test-report-a · mock"] and [r.run for r in report.table2.rows] == [
+    assert [r.benchmark for r in report.runs] == ["hippocamp", "pcontext"]
+    assert hip(report).labels == ["test-report-a · mock"] and [r.run for r in hip(report).table2.rows] == [
         "test-report-a · mock"
     ]  # fmt: skip
-    assert report.pcontext is not None and report.pcontext.runs == ["test-report-pc · mock"]
-    assert not report.comparisons
+    assert report.section("pcontext") is not None and pc(report).runs == ["test-report-pc · mock"]
+    assert not hip(report).comparisons and not report.section("pcontext").comparisons
     assert [c.run for c in report.costs] == ["test-report-a · mock", "test-report-pc · mock"]
     assert report.costs[1].tokens.total == 92 * len(_pc_lines(pc_run))
     md, html = render_markdown(report), render_html(report)

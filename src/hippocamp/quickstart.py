@@ -58,6 +58,7 @@ def quickstart(
     """Run the quickstart into ``out`` (see the module doc); ``judge`` defaults to ``model``."""
     from hippocamp.models import get_model
     from hippocamp.runs import SuiteOptions, load_suite, run
+    from hippocamp.runs.rundir import RunDir
     from hippocamp.scoring.judge import Judge
     from hippocamp.scoring.run_scores import score_run
 
@@ -71,7 +72,8 @@ def quickstart(
     suite = load_suite(f"synth:{scale}:{seed}", SuiteOptions(store=out / "store.sqlite"), progress=indexing)
     stage("profile", 1, 1)
     budget = _budget(small_model)
-    run_dirs = []
+    run_dirs: list[Path] = []
+    labels: dict[Path, str] = {}
     try:
         for agent in agents:
             run_dir = out / "runs" / agent
@@ -82,48 +84,30 @@ def quickstart(
             asyncio.run(run(suite, agent, model, out=run_dir, limit=limit, concurrency=1, budget=budget,
                             progress=progress))  # fmt: skip
             run_dirs.append(run_dir)
+            labels[run_dir] = run_dir.name
     finally:
         suite.close()
     if persona_agent:
-        run_dirs.append(_personas(out, persona_agent, model, seed, 1 if limit else None, budget, stage))
+        persona_run = _personas(out, persona_agent, model, seed, 1 if limit else None, budget, stage)
+        run_dirs.append(persona_run)
+        labels[persona_run] = f"{persona_agent} · persona"
     judge_spec = judge or model
     rows = []
     for run_dir in run_dirs:
-        pcontext = run_dir.name.startswith("pcontext-")
-        verdicts = Judge(None, mode="facts") if pcontext else Judge(get_model(judge_spec), mode="robust")
+        bench = RunDir.open(run_dir).benchmark
+        needs_model = bench.judge_model_needed  # P-ContextBench's rubrics need none
+        verdicts = Judge(get_model(judge_spec), mode="robust") if needs_model else Judge(None, mode="facts")
 
         def scoring(done: int, total: int, name: str = run_dir.name) -> None:
             stage(f"score {name}", done, total)
 
         report = asyncio.run(score_run(run_dir, verdicts, concurrency=1, progress=scoring))
-        s = report.summary
-        if pcontext:  # the P-ContextBench rubrics: no file F1, accuracy over the cases
-            seconds = sorted(line.seconds for line in _lines(run_dir) if line.seconds is not None)
-            rows.append({"agent": run_dir.name.removeprefix("pcontext-") + " · persona", "questions": s["episodes"],
-                         "accuracy": s["accuracy"], "unscored": s["unscored"], "file_f1": None,
-                         "median_s": seconds[len(seconds) // 2] if seconds else None})  # fmt: skip
-            continue
-        rows.append(
-            {
-                "agent": run_dir.name,
-                "questions": s["episodes"],
-                "accuracy": s["question_weighted"]["mean"],
-                "unscored": s["unscored"],
-                "file_f1": s["file_f1_hippocamp"],
-                "median_s": s["usage"]["seconds"]["median"],
-            }
-        )
+        rows.append({"agent": labels[run_dir], **bench.headline(RunDir.open(run_dir), report)})
     stage("report", 0, 1)
     html, md = _write_report(run_dirs, out)
     stage("report", 1, 1)
     (out / "quickstart.json").write_text(json.dumps({"model": model, "judge": judge_spec, "rows": rows}, indent=2))
     return QuickstartResult(out, html, md, rows, model, judge_spec)
-
-
-def _lines(run_dir: Path) -> list[Any]:
-    from hippocamp.scoring.run_scores import load_scores
-
-    return load_scores(run_dir)
 
 
 def _personas(out: Path, agent: str, model: str, seed: int, per_type: int | None, budget: Any, stage: Stage) -> Path:

@@ -35,6 +35,8 @@ BUILTINS: dict[str, tuple[str, ...]] = {
         "hippocamp.models.providers.openai_compat",
         "hippocamp.models.providers.local",
     ),
+    # benchmarks: what a suite is, how its runs are scored and reported (hippocamp.benchmarks)
+    "benchmark": ("hippocamp.benchmarks.hippocamp", "hippocamp.benchmarks.pcontext"),
     # agents: each module registers its agents with @register("agent", NAME)
     "agent": (
         "hippocamp.agents.terminal",

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Protocol
-
-from pydantic import BaseModel, Field
+from typing import Any, ClassVar, Protocol
 
 from hippocamp.models.types import Generation, Usage
+from hippocamp.schema.run import Answer, EvidenceItem, Step, StopReason, Task
 
 __all__ = [
     "Agent",
@@ -32,27 +31,6 @@ __all__ = [
     "corpus_values",
     "load_prompt",
 ]
-
-StopReason = Literal["answered", "max_steps", "max_tokens", "timeout", "max_evidence", "error", "no_answer"]
-
-
-@dataclass(frozen=True)
-class Task:
-    """What an agent is asked: never the gold answer, files or evidence."""
-
-    id: str
-    #: what is asked, in the asker's words: what an agent searches for
-    question: str
-    profile: str = ""
-    #: what the task family allows an agent to know (e.g. ``{"qa_type": "profiling"}``); never gold
-    meta: dict[str, Any] = field(default_factory=dict)
-    #: how to answer (framing, what to cite): shown to the model with the question, never searched for
-    instructions: str = ""
-
-    @property
-    def prompt(self) -> str:
-        """The question as the model reads it: the question, then the instructions if any."""
-        return f"{self.question}\n{self.instructions}" if self.instructions else self.question
 
 
 @dataclass(frozen=True)
@@ -75,44 +53,6 @@ class Budget:
             "max_evidence_chars": self.max_evidence_chars,
             "k": self.k,
         }
-
-
-class EvidenceItem(BaseModel):
-    """A piece of evidence an agent cites: a profile-relative file, where in it, what it says."""
-
-    file_path: str
-    locator: dict[str, Any] | None = None
-    text: str = ""
-
-
-class Step(BaseModel):
-    """One step of an episode: a model turn, a tool call with its observation, or the answer."""
-
-    index: int
-    kind: Literal["model", "tool", "answer", "note"]
-    thought: str = ""
-    tool: str | None = None
-    arguments: dict[str, Any] | None = None
-    observation: str | None = None
-    input_tokens: int = 0
-    output_tokens: int = 0
-    seconds: float = 0.0
-
-
-class Answer(BaseModel):
-    """What an agent returns: the answer text, the files and evidence it cites, and how it got there."""
-
-    text: str = ""
-    files: list[str] = Field(default_factory=list)
-    evidence: list[EvidenceItem] = Field(default_factory=list)
-    trace: list[Step] = Field(default_factory=list)
-    usage: Usage = Field(default_factory=Usage)
-    stop: StopReason = "answered"
-    error: str | None = None
-    #: seconds spent waiting for the model (the rest of the wall time is the harness and the tools)
-    model_seconds: float = 0.0
-    #: paths the agent tried that would have left the profile (refused)
-    escapes: int = 0
 
 
 class BudgetExceeded(Exception):

@@ -80,6 +80,8 @@ def import_hippocamp_cmd(
         if entry.validation_report:
             con.print(f"  report: {entry.validation_report}", markup=False, highlight=False)
     con.print(f"suite: {manifest.path} ({manifest.seconds:.1f} s)", markup=False, highlight=False)
+    con.print(f"run: hippocamp run --suite {manifest.path} --agent rag --model MODEL --out runs/NAME",
+              markup=False, highlight=False)  # fmt: skip
 
 
 def _top_rules(summary: dict[str, Any]) -> str:
@@ -131,6 +133,8 @@ def import_financebench_cmd(source: Path, out: Path, name: str, as_json: bool) -
             highlight=False,
         )
         con.print(f"profile: {result.records_path}", markup=False, highlight=False)
+        con.print(f"run: hippocamp run --suite {out} --agent rag --model MODEL --out runs/NAME",
+                  markup=False, highlight=False)  # fmt: skip
     sys.exit(1 if result.validation["errors"] else 0)
 
 
@@ -160,4 +164,4 @@ def import_locomo_cmd(path: Path, out: Path, as_json: bool) -> None:
     click.echo(f"{len(result.personas)} conversations, {result.messages} messages; cases: {cases}")
     for s in result.skipped:
         click.echo(f"  note: {s}")
-    click.echo(f"run: hippocamp run --suite pcontext:{out} ...")
+    click.echo(f"run: hippocamp run --suite {out} --agent rag --model MODEL --out runs/NAME")

@@ -34,13 +34,14 @@ def make_judge(judge: str | None, mode: str, panel: str | None) -> Any:
         fail(f"judge: {exc}", code=1)
 
 
-def _manifest(run_dir: Path) -> dict[str, Any]:
-    """The run's manifest ({} when it has none); one that cannot be read exits 2 naming the file."""
-    from hippocamp.scoring.run_scores import read_run_manifest
+def _benchmark(run_dir: Path) -> Any:
+    """The benchmark of a run directory; a directory that is not a run, or whose manifest cannot be
+    read, exits 2 naming the file."""
+    from hippocamp.runs.rundir import RunDir, RunDirError
 
     try:
-        return read_run_manifest(run_dir, required=False)
-    except (OSError, ValueError) as exc:
+        return RunDir.open(run_dir).benchmark
+    except RunDirError as exc:
         fail(str(exc))
 
 
@@ -80,11 +81,9 @@ def score(run_dir: Path | None, judge: str | None, mode: str, panel: str | None,
     from hippocamp.scoring.run_scores import score_run
 
     assert run_dir is not None
-    manifest = _manifest(run_dir)
-    if not manifest:
-        fail(f"{run_dir}: no manifest.json; is this a run directory?")
-    if not (judge or panel) and manifest.get("suite", {}).get("kind") == "pcontext":
-        mode = "facts"  # P-ContextBench rubrics are deterministic; a model judges paraphrases only when asked
+    bench = _benchmark(run_dir)
+    if not (judge or panel) and not bench.judge_model_needed:
+        mode = "facts"  # deterministic scoring (P-ContextBench's rubrics): a model judges only when asked
     chosen = make_judge(judge, mode, panel)
     err = console(stderr=True)
     with Progress(TextColumn("judging"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err,
@@ -110,37 +109,9 @@ def score(run_dir: Path | None, judge: str | None, mode: str, panel: str | None,
         return
     if report.missing_gold:
         click.echo(f"warning: {len(report.missing_gold)} episodes have no gold record (not scored)", err=True)
-    if "by_type" in s:  # a P-ContextBench run
-        _print_pcontext(report, s)
-        click.echo(f"wrote {run_dir / 'scores.jsonl'} and {run_dir / 'scores.summary.json'}")
-        return
-    overall = s["overall"]["mean"]
-    weighted = s["question_weighted"]["mean"]
-    click.echo(f"scored {report.scored} new, {report.skipped} already scored, {s['unscored']} unscored")
-    click.echo(f"accuracy: {_pct(overall)} (profile-balanced), {_pct(weighted)} (question-weighted)")
-    click.echo(f"file F1: {_pct(s['file_f1_hippocamp'])} (HippoCamp convention), {_pct(s['file_f1_set'])} (set)")
-    click.echo(f"atomic units: precision {_pct(s['au_precision'])}, recall {_pct(s['au_recall'])}")
-    for family, g in s["by_qa_type"].items():
-        click.echo(f"  {family}: {_pct(g['mean'])} of {g['n']}")
+    for line in bench.summary_lines(report):
+        click.echo(line)
     click.echo(f"wrote {run_dir / 'scores.jsonl'} and {run_dir / 'scores.summary.json'}")
-
-
-def _print_pcontext(report: Any, s: dict[str, Any]) -> None:
-    click.echo(f"graded {report.scored} episodes ({s['runs']} runs), {s['unscored']} unscored; judge {s['judge']}")
-    click.echo(f"accuracy: {_pct(s['accuracy'])} (answer alone, citations aside: {_pct(s.get('answer_accuracy'))}); "
-               f"cited evidence recall {_pct(s['evidence_recall'])}; "
-               f"agent's retrieval reached {_pct(s.get('seen_recall'))} of the supporting fragments")  # fmt: skip
-    for ctype, t in s["by_type"].items():
-        k = next((key for key in t if key.startswith("pass^")), "pass^1")
-        click.echo(f"  {ctype}: {_pct(t['accuracy'])} of {t['n']} · worst run {_pct(t['worst_run'])} · "
-                   f"{k} {_pct(t[k])} · answer alone {_pct(t.get('answer_accuracy'))}")  # fmt: skip
-    r = s.get("retrieval")
-    if r:
-        by = ", ".join(f"{t} {_pct(v)}" for t, v in r["by_type"].items())
-        click.echo(f"store retrieval ({r['mode']}) evidence recall@{r['k']} over the suite's {r['cases']} cases with "
-                   f"evidence: {_pct(r['recall'])} ({by})")  # fmt: skip
-    if s["failures"]:
-        click.echo("failures: " + ", ".join(f"{k} {v}" for k, v in sorted(s["failures"].items())))
 
 
 def _pct(value: float | None) -> str:

@@ -8,6 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hippocamp.schema.run import Usage  # a file format: episodes and score lines carry it
+
 __all__ = ["ChatRequest", "Generation", "Message", "ToolCall", "Usage"]
 
 #: An OpenAI-style chat message: {"role": "system"|"user"|"assistant"|"tool", "content": ..., ...}
@@ -30,26 +32,6 @@ class ToolCall(BaseModel):
             "type": "function",
             "function": {"name": self.name, "arguments": json.dumps(self.arguments, ensure_ascii=False)},
         }
-
-
-class Usage(BaseModel):
-    """Tokens of one call or a sum of calls; ``cost_usd`` is None when the price is unknown."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    calls: int = 0
-    cached_calls: int = 0
-    cost_usd: float | None = 0.0
-
-    def __add__(self, other: Usage) -> Usage:
-        cost = None if self.cost_usd is None or other.cost_usd is None else self.cost_usd + other.cost_usd
-        return Usage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            calls=self.calls + other.calls,
-            cached_calls=self.cached_calls + other.cached_calls,
-            cost_usd=cost,
-        )
 
 
 class ChatRequest(BaseModel):

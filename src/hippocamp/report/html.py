@@ -1,13 +1,14 @@
 """The HTML report: one self-contained page (inline CSS, figures as base64 PNG, no scripts), rendered
-from the package's jinja2 template with autoescaping, so answers and rationales are always escaped."""
+from the package's jinja2 templates with autoescaping, so answers and rationales are always escaped.
+``report.html.j2`` is the page (runs, notes, costs); each section brings its own templates and filters
+(`hippocamp.report.common.Section`), rendered with ``section`` in their context."""
 
 from __future__ import annotations
 
 import base64
 
 from hippocamp.report import fmt
-from hippocamp.report.build import OVERALL, Report, family_name
-from hippocamp.report.pcontext import type_name, verdict_class
+from hippocamp.report.build import Report
 
 __all__ = ["TEMPLATE", "render_html"]
 
@@ -39,9 +40,8 @@ def render_html(report: Report) -> str:
         seconds=fmt.seconds,
         count=fmt.count,
         cost=fmt.cost,
-        family=family_name,
-        type_name=type_name,
-        verdict_class=verdict_class,
         b64=_b64,
     )
-    return env.get_template(TEMPLATE).render(report=report, overall=OVERALL)
+    for section in report.sections:
+        env.filters.update(section.filters())
+    return env.get_template(TEMPLATE).render(report=report)

@@ -6,24 +6,30 @@ errors), the T5 verdicts and mean normalized score, evidence recall (cited suppo
 retrieval recall@k, the one-sided Wilcoxon test of per-persona T1–T2 > T3–T5 accuracy, and every case
 with its answers.
 
-Every number is computed from the run's ``scores.jsonl`` rubric lines (``facts`` holds each episode's
-grade), so the tables are right even when ``scores.summary.json`` is older; `summary_of` writes them in
-the summary's shape, equal to a current summary. Unscored episodes (a judge outage) are left out of
-every denominator and counted, never scored wrong. Retrieval recall@k is not in the lines: it is taken
-from the summary when there.
+Every number is computed from the run's ``scores.jsonl`` rubric lines (`PContextScoreLine`: ``grade``
+holds each episode's grade), so the tables are right even when ``scores.summary.json`` is older;
+`summary_of` writes them in the summary's shape, equal to a current summary. Unscored episodes (a
+judge outage) are left out of every denominator and counted, never scored wrong. Retrieval recall@k
+is not in the lines: it is taken from the summary when there.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hippocamp.runs.episodes import Episode, EpisodeKey
-from hippocamp.scoring.run_scores import SUMMARY, ScoreLine
+from hippocamp.perceive.applog import PersonaSetGold, read_gold
+from hippocamp.report.rundata import ReportError, RunData, choose_judge
+from hippocamp.runs.rundir import SCORES, SUMMARY, RunDir
+from hippocamp.schema.pcontext import CASE_TYPES
+from hippocamp.schema.run import Episode, EpisodeKey, PContextScoreLine, ScoreLine
 from hippocamp.scoring.stats import pass_hat_k, wilcoxon
+
+#: the answer keys of a run's personas
+PContextGold = PersonaSetGold
 
 __all__ = [
     "FAILURE_NAMES",
@@ -42,12 +48,13 @@ __all__ = [
     "graded",
     "load_gold",
     "pcontext_row",
+    "pcontext_run_data",
     "summary_of",
     "verdict_class",
 ]
 
 #: the paper's column order; other types (none today) follow in name order
-TYPE_ORDER = ("T1", "T2", "T3", "T4", "T5", "abstain")
+TYPE_ORDER = CASE_TYPES
 TYPE_NAMES = {
     "T1": "T1 single-source",
     "T2": "T2 multi-source",
@@ -104,43 +111,9 @@ def _types(seen: set[str]) -> list[str]:
 
 
 # -- the answer keys -------------------------------------------------------------------------------
-@dataclass
-class PContextGold:
-    """A pcontext run's answer keys, read from the persona folder its manifest names (for the drill-down;
-    the tables need only the score lines). ``error`` says why they could not be read."""
-
-    source: str
-    cases: dict[str, dict[str, Any]] = field(default_factory=dict)
-    persona_of: dict[str, str] = field(default_factory=dict)
-    #: persona -> message/event ids, and message/event id -> fragment id
-    known: dict[str, set[str]] = field(default_factory=dict)
-    fragment_of: dict[str, dict[str, str]] = field(default_factory=dict)
-    error: str | None = None
-
-    def persona(self, task_id: str) -> str:
-        return self.persona_of.get(task_id) or task_id.split("/", 1)[0]
-
-
 def load_gold(manifest: dict[str, Any]) -> PContextGold:
-    from hippocamp.pcontext.applog import persona_dirs, read_persona
-    from hippocamp.runs.suite import SuiteError
-
-    source = str(manifest.get("suite", {}).get("pcontext_dir") or "")
-    gold = PContextGold(source)
-    if not source or not Path(source).is_dir():
-        gold.error = f"the persona folder {source or '(not recorded)'} is not there"
-        return gold
-    try:
-        for d in persona_dirs(Path(source)):
-            p = read_persona(d)
-            gold.known[p.id] = {str(x["id"]) for x in p.messages + p.events}
-            gold.fragment_of[p.id] = p.fragment_of
-            for case in p.cases:
-                tid = f"{p.id}/{case['id']}"
-                gold.cases[tid], gold.persona_of[tid] = case, p.id
-    except (OSError, SuiteError, KeyError) as exc:
-        gold.error = f"{source}: {exc}"
-    return gold
+    """The answer keys of the personas a run's manifest names (``suite.pcontext_dir``)."""
+    return read_gold(str(manifest.get("suite", {}).get("pcontext_dir") or ""))
 
 
 def saved_summary(run_dir: Path) -> dict[str, Any]:
@@ -181,7 +154,7 @@ class Graded:
 def graded(lines: Sequence[ScoreLine], gold: PContextGold) -> list[Graded]:
     out = []
     for s in lines:
-        facts = s.facts or {}
+        facts = s.grade if isinstance(s, PContextScoreLine) else {}
         case = gold.cases.get(s.task_id, {})
         ctype = str(facts.get("type") or case.get("type") or "unknown")
         unscored = s.correct is None
@@ -645,3 +618,39 @@ def build_pcontext(runs: Sequence[Any]) -> PContextTables:
     pairs = zip(runs, per_run, strict=True)
     cases = case_views([_RunCases(r.label, r.pcontext_gold, gs, r.episodes) for r, gs in pairs])
     return PContextTables([r.label for r in runs], types, rows, failure_rows(per_run, rows), cases)
+
+
+def pcontext_run_data(run: RunDir, judge_mode: str | None, judge: str | None) -> RunData:
+    """A P-ContextBench run: its rubric lines (the judge asked for when it has lines, else the one with most)."""
+    if not (run.path / SCORES).is_file():
+        raise ReportError(f"{run.path}: no {SCORES}; score the run first (hippocamp score {run.path})")
+    all_lines = run.scores().items
+    note = ""
+    try:
+        judge_id, mode = choose_judge(all_lines, judge_mode, judge, run.path)
+    except ReportError as exc:
+        if judge_mode is None and judge is None:
+            raise
+        judge_id, mode = choose_judge(all_lines, None, None, run.path)
+        note = f"{exc}; its P-ContextBench rubric scores ({judge_id}/{mode}) are reported instead"
+    lines = [s for s in all_lines if s.judge == judge_id and s.mode == mode]
+    episodes = {e.key: e for e in run.episodes().episodes}
+    scored_keys = {(s.task_id, s.agent, s.epoch) for s in lines}
+    gold = load_gold(run.manifest.model_dump())
+    return RunData(
+        path=run.path,
+        **run.described(),
+        judge=judge_id,
+        mode=mode,
+        lines=lines,
+        items=[],
+        episodes=episodes,
+        gold={},
+        summary=summary_of(pcontext_row("", graded(lines, gold))),
+        not_scored=sum(k not in scored_keys for k in episodes),
+        missing_gold=sorted({k[0] for k in episodes if gold.cases and k[0] not in gold.cases}),
+        benchmark=run.benchmark_name,
+        pcontext_gold=gold,
+        saved_summary=saved_summary(run.path),
+        judge_note=note,
+    )

@@ -9,49 +9,15 @@ appending). A bad line anywhere else is real damage: it is reported with its lin
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import BaseModel
-
-from hippocamp.agents.base import Answer
 from hippocamp.durable import BadLine, DurableLog, JsonlError, read_lines
+from hippocamp.schema.run import Episode, EpisodeKey
 
 __all__ = ["Episode", "EpisodeKey", "EpisodeLog", "EpisodeLogError", "read_episodes"]
 
-#: (task_id, agent, epoch)
-EpisodeKey = tuple[str, str, int]
-
-
 EpisodeLogError = JsonlError
-
-
-class Episode(BaseModel):
-    """One finished episode: the task, who answered it, the `Answer`, and where the time went."""
-
-    task_id: str
-    agent: str
-    model: str
-    epoch: int
-    question: str
-    answer: Answer
-    #: seconds from the episode's start (its concurrency slot taken) to its answer
-    wall_s: float
-    #: seconds spent waiting for the model, as the agent's meter counted them
-    model_s: float
-    #: wall_s - model_s: the harness, the tools and the agent's own code
-    harness_s: float
-    #: ISO 8601 UTC
-    started: str
-    finished: str
-
-    @property
-    def key(self) -> EpisodeKey:
-        return (self.task_id, self.agent, self.epoch)
-
-    def line(self) -> bytes:
-        return (json.dumps(self.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":")) + "\n").encode()
 
 
 @dataclass

@@ -19,6 +19,7 @@ from typing import Any
 
 from hippocamp import __version__
 from hippocamp.redact import REDACTED, redact, scrub
+from hippocamp.schema.run import RUN_FORMAT, upgrade_manifest
 
 __all__ = [
     "MANIFEST_FORMAT",
@@ -34,7 +35,9 @@ __all__ = [
     "write_manifest",
 ]
 
-MANIFEST_FORMAT = "hippocamp-run/1"
+MANIFEST_FORMAT = RUN_FORMAT
+#: the formats read (a version-1 manifest is upgraded when read)
+READ_FORMATS = ("hippocamp-run/1", RUN_FORMAT)
 #: dependencies recorded even when hippocamp's metadata cannot be read
 KEY_DEPENDENCIES = ("pydantic", "numpy", "openai", "llama-cpp-python", "onnxruntime", "faster-whisper", "pypdf")
 
@@ -128,9 +131,9 @@ def read_manifest(path: Path) -> dict[str, Any] | None:
         data = read_json(path, "run manifest")
     except JsonInputError as exc:
         raise ManifestError(f"{exc}; move the run directory aside") from None
-    if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT or "config" not in data:
+    if not isinstance(data, dict) or data.get("format") not in READ_FORMATS or "config" not in data:
         raise ManifestError(f"{path}: not a {MANIFEST_FORMAT} manifest (field 'format' or 'config')")
-    return data
+    return upgrade_manifest(data)
 
 
 def write_manifest(path: Path, data: dict[str, Any]) -> None:

@@ -269,6 +269,7 @@ class _Session:
         session = {"started": utc_now(), "concurrency": self.concurrency, "environment": environment()}
         manifest: dict[str, Any] = {
             "format": MANIFEST_FORMAT,
+            "benchmark": self.suite.benchmark,
             "created": recorded["created"] if recorded else session["started"],
             "resumed": resumed,
             "config": config,

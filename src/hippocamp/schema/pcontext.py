@@ -16,6 +16,7 @@ __all__ = [
     "BOUNDARIES",
     "CASE_TYPES",
     "CATEGORIES",
+    "GENERATED_TYPES",
     "MECHANISMS",
     "PCONTEXT_VERSION",
     "AuditFinding",
@@ -65,7 +66,11 @@ CATEGORIES: tuple[str, ...] = (
     "personality",
     "constraints",
 )
-CASE_TYPES: tuple[str, ...] = ("T1", "T2", "T3", "T4", "T5")
+#: every type of case a persona can hold, in report order: the paper's five, and ``abstain`` (LoCoMo's
+#: adversarial questions, whose right answer is that the logs do not tell)
+CASE_TYPES: tuple[str, ...] = ("T1", "T2", "T3", "T4", "T5", "abstain")
+#: the types the generator makes
+GENERATED_TYPES: tuple[str, ...] = CASE_TYPES[:5]
 #: T5 action boundaries, from the paper
 BOUNDARIES: tuple[str, ...] = ("comply", "warn", "clarify", "suggest_alternative", "require_confirmation", "refuse")
 #: T4 mechanisms, from the paper

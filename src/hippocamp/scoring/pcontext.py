@@ -18,8 +18,6 @@ FLAGGED ≥ 0.5, else FAILED (`T5Weights`). Only VERIFIED counts as correct.
 
 from __future__ import annotations
 
-import asyncio
-import json
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -33,7 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Grade", "T5Weights", "cited_ids", "covers", "detect_boundary", "fragment_recall", "grade", "grade_case",
            "grade_t5", "judge_items", "key_items", "polarity", "relative_days", "retrieval_recall",
-           "score_pcontext_run", "seen_ids", "summarize"]  # fmt: skip
+           "seen_ids", "summarize"]  # fmt: skip
 
 _STOP = set("a an the of to in on at for and or is are was were be been has have had with by from as it its this "
             "that their his her they he she them who whom what which does do did not no".split())  # fmt: skip
@@ -537,84 +535,3 @@ async def judge_items(models: list[Any], question: str, answer: str, items: list
     if not answered:
         return None
     return frozenset(x for x, v in votes.items() if v * 2 > answered)
-
-
-async def score_pcontext_run(
-    run_dir: Path, manifest: dict[str, Any], progress: Any = None, judge: Any = None, retrieval_k: int = 10,
-    retrieval_mode: str = "hybrid", concurrency: int = 4,
-) -> Any:  # fmt: skip
-    """Grade every episode of a ``pcontext:`` run with the rubrics; writes scores.jsonl and
-    scores.summary.json. With a ``judge`` that has a model (a `Judge` or `Panel`), key items the lexical
-    rubric misses are put to the model (`judge_items`), and an outage leaves the episode unscored.
-    ``retrieval_k`` > 0 also measures the store's own evidence recall@k (`retrieval_recall`)."""
-    from hippocamp.durable import DurableLog
-    from hippocamp.pcontext.applog import persona_dirs, read_persona
-    from hippocamp.runs.episodes import read_episodes
-    from hippocamp.scoring.run_scores import SCORES, SUMMARY, ScoreLine, ScoreReport
-
-    source = Path(manifest["suite"]["pcontext_dir"])
-    gold: dict[str, dict[str, Any]] = {}
-    known: dict[str, tuple[set[str], dict[str, str]]] = {}
-    persona_of: dict[str, str] = {}
-    for d in persona_dirs(source):
-        p = read_persona(d)
-        ids = {str(x["id"]) for x in p.messages + p.events}
-        for case in p.cases:
-            tid = f"{p.id}/{case['id']}"
-            gold[tid], known[tid], persona_of[tid] = case, (ids, p.fragment_of), p.id
-    episodes = read_episodes(run_dir / "episodes.jsonl").episodes
-    judges = [] if judge is None else getattr(judge, "judges", None) or [judge]
-    models = [j.model for j in judges if getattr(j, "model", None) is not None]
-    judge_id = "pcontext-rubric" + (f"+{','.join(str(getattr(m, 'id', m)) for m in models)}" if models else "")
-    grades: dict[tuple[str, int], Grade] = {}
-    lines: list[Any] = []
-    sem = asyncio.Semaphore(concurrency)
-    finished = 0
-    todo = [ep for ep in episodes if ep.task_id in gold]
-
-    async def one(ep: Any) -> None:
-        nonlocal finished
-        case, text = gold[ep.task_id], ep.answer.text or ""
-        ids, fragment_of = known[ep.task_id]
-        cited = {fragment_of.get(i, i) for i in cited_ids(ep.answer, ids)}
-        g = grade(case, text, cited)
-        status, error, decided = "ok", None, "rubric"
-        missing = [x for x in key_items(case) if x in g.missing or not covers(text, x)] if models else []
-        if missing and text.strip() and case["type"] != "abstain":
-            async with sem:
-                accepted = await judge_items(models, str(case["question"]), text, missing)
-            if accepted is None:
-                status, error = "unscored", "no judge model answered"
-            elif accepted:
-                g, decided = grade(case, text, cited, accepted), "rubric+judge"
-        g.seen_recall = fragment_recall(case, seen_ids(ep.answer), fragment_of)
-        if status == "ok":
-            grades[(ep.task_id, ep.epoch)] = g
-        usage = ep.answer.usage
-        lines.append(ScoreLine(task_id=ep.task_id, agent=ep.agent, epoch=ep.epoch, judge=judge_id,
-                               mode="rubric", correct=g.correct if status == "ok" else None,
-                               score=int(g.correct) if status == "ok" else None, status=status, error=error,
-                               rationale=g.verdict, decided_by=decided, facts=g.as_dict(), files={}, au={},
-                               seconds=ep.wall_s, tokens=usage.input_tokens + usage.output_tokens,
-                               cost=usage.cost_usd, stop=ep.answer.stop))  # fmt: skip
-        finished += 1
-        if progress:
-            progress(finished, len(todo))
-
-    await asyncio.gather(*(one(ep) for ep in todo))
-    order = {(ep.task_id, ep.epoch, ep.agent): i for i, ep in enumerate(episodes)}
-    lines.sort(key=lambda s: order.get((s.task_id, s.epoch, s.agent), 0))
-    log = DurableLog(run_dir / SCORES)
-    log.open([s.line() for s in lines], rewrite=True)
-    log.close()
-    summary = summarize(grades, persona_of)
-    summary["judge"] = judge_id
-    summary["unscored"] = sum(s.status != "ok" for s in lines)
-    store = manifest.get("suite", {}).get("store")
-    if retrieval_k > 0 and store and Path(store).is_file():
-        fragments = {tid: known[tid][1] for tid in gold}
-        summary["retrieval"] = retrieval_recall(Path(store), gold, persona_of, fragments, retrieval_k, retrieval_mode)
-    (run_dir / SUMMARY).write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    missing_gold = sorted({e.task_id for e in episodes if e.task_id not in gold})
-    return ScoreReport(scored=len(lines) - summary["unscored"], skipped=0, unscored=summary["unscored"],
-                       missing_gold=missing_gold, summary=summary)  # fmt: skip
