@@ -14,6 +14,7 @@ demo: system $(STAMP)
 test: system $(STAMP)
 	$(PY) -m ruff check src tests scripts bench
 	$(PY) -m ruff format --check src tests scripts bench
+	$(PY) -m mypy
 	HIPPOCAMP_REQUIRE_MODELS=1 $(PY) -m pytest
 
 bench: system $(STAMP)

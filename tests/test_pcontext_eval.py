@@ -335,3 +335,15 @@ def test_evidence_answer_gets_the_dates_of_its_relative_phrases() -> None:
     assert resolve_relative("She went yesterday.", used) == "She went yesterday (Sun 2023-05-07)."
     assert resolve_relative("On 7 May 2023.", used) == "On 7 May 2023."
     assert resolve_relative("Last week.", used) == "Last week."
+
+
+def test_a_case_that_is_not_a_case_is_refused_naming_file_line_and_field(persona_set: Path) -> None:
+    from hippocamp.runs.suite import SuiteError
+
+    cases = persona_set / "p1" / "cases.jsonl"
+    lines = cases.read_text(encoding="utf-8").splitlines()
+    broken = json.loads(lines[1])
+    del broken["question"]
+    cases.write_text("\n".join([lines[0], json.dumps(broken), *lines[2:]]) + "\n", encoding="utf-8")
+    with pytest.raises(SuiteError, match=r"cases.jsonl: line 2, case 'p1-T5-01', field 'question': Field required"):
+        load_suite(f"pcontext:{persona_set}", SuiteOptions(embed=False))

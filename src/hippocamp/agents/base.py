@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
+from hippocamp.envs.base import Environment
 from hippocamp.models.types import Generation, Usage
 from hippocamp.schema.run import Answer, EvidenceItem, Step, StopReason, Task
 
@@ -175,14 +176,15 @@ class Agent(Protocol):
 _PROMPTS = Path(__file__).parent / "prompts"
 
 
-def corpus_values(env: Any) -> dict[str, str]:
+def corpus_values(env: Environment) -> dict[str, str]:
     """How prompts name what an environment holds (``{corpus}``, ``{corpus_long}``) and whose it is
     (``{owner_line}``: the person "the user" of a question is, when the environment knows)."""
-    owner = getattr(env, "owner", None)
     return {
-        "corpus": str(getattr(env, "corpus", None) or "the person's files"),
-        "corpus_long": str(getattr(env, "corpus_long", None) or "the person's files"),
-        "owner_line": f'The person is {owner}: a question about {owner} is about "the user".\n' if owner else "",
+        "corpus": env.corpus or "the person's files",
+        "corpus_long": env.corpus_long or "the person's files",
+        "owner_line": f'The person is {env.owner}: a question about {env.owner} is about "the user".\n'
+        if env.owner
+        else "",
     }
 
 

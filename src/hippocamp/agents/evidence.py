@@ -83,7 +83,7 @@ class EvidenceAgent:
     async def _solve(self, task: Task, env: Any, model: Any, meter: Meter) -> Answer:
         q = task.prompt  # what the model reads; search looks for task.question alone
         words = corpus_values(env)
-        owner = getattr(env, "owner", None)
+        owner = env.owner
         try:
             gen = await meter.generate(
                 model, _user(load_prompt("evidence_plan.md", question=q, **words)), response_format=Plan,

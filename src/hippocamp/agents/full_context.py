@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 from hippocamp.agents._cite import model_failure
 from hippocamp.agents.base import Answer, Budget, BudgetExceeded, EvidenceItem, Meter, Task, load_prompt
+from hippocamp.envs.base import LogsEnvironment
 from hippocamp.registry import register
 
 __all__ = ["FullContextAgent"]
@@ -27,10 +28,9 @@ class FullContextAgent:
 
     async def solve(self, task: Task, env: Any, model: Any, budget: Budget) -> Answer:
         meter = Meter(budget)
-        logs = getattr(env, "logs", None)
-        if logs is None:
+        if not isinstance(env, LogsEnvironment):
             return meter.answer("", stop="error", error="full-context needs an app-log environment (a pcontext: suite)")
-        segments = logs()
+        segments = env.logs()
         text = "\n".join(s.text for s in segments)
         if len(text) > self.max_chars:
             return meter.answer(

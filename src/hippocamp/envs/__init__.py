@@ -1,13 +1,15 @@
 """Environments: what an agent can see and do inside a profile (file tools, the HippoCamp terminal)."""
 
-from hippocamp.envs.base import Observation
+from hippocamp.envs.base import Environment, LogsEnvironment, Observation
 from hippocamp.envs.bounded import TerminalLimits
 from hippocamp.envs.files import FilesEnv, parse_locator_text
 from hippocamp.envs.sandbox import Sandbox, SandboxError
 from hippocamp.envs.terminal import Terminal, tool_schema
 
 __all__ = [
+    "Environment",
     "FilesEnv",
+    "LogsEnvironment",
     "Observation",
     "Sandbox",
     "SandboxError",

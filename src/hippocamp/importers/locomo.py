@@ -19,7 +19,10 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from hippocamp.importers._common import ImporterError
+from hippocamp.schema.pcontext import Case, Message
 
 __all__ = ["CATEGORY_TYPES", "LocomoImport", "import_locomo", "parse_locomo_time"]
 
@@ -106,13 +109,12 @@ def _convert(sample: dict[str, Any], n: int, out: Path, result: LocomoImport) ->
             if turn.get("blip_caption"):
                 text = f"{text} [shares a photo: {turn['blip_caption']}]".strip()
             mid = str(turn.get("dia_id") or f"D{num}:{i + 1}")
-            messages.append({
-                "version": 1, "id": mid, "session_id": key, "sender": speaker,
-                "recipients": [b if speaker == a else a], "timestamp": (start + timedelta(minutes=i)).isoformat(),
-                "text": text, "kind": "evidence" if mid in cited else "filler",
-                "fragment_id": mid if mid in cited else None, "cluster_id": None, "about": None,
-            })  # fmt: skip
-    ids = {m["id"] for m in messages}
+            messages.append(Message(
+                id=mid, session_id=key, sender=speaker, recipients=[b if speaker == a else a],
+                timestamp=start + timedelta(minutes=i), text=text, kind="evidence" if mid in cited else "filler",
+                fragment_id=mid if mid in cited else None,
+            ))  # fmt: skip
+    ids = {m.id for m in messages}
     cases = []
     for qn, q in enumerate(qa, 1):
         ctype = CATEGORY_TYPES.get(q.get("category"))  # type: ignore[arg-type]
@@ -124,22 +126,27 @@ def _convert(sample: dict[str, Any], n: int, out: Path, result: LocomoImport) ->
         if missing:
             result.skipped.append(f"{pid} question {qn}: evidence {', '.join(missing)} not in the conversation (kept)")
         answer = q.get("answer")
-        case: dict[str, Any] = {
-            "version": 1, "id": f"{pid}-q{qn:03d}", "persona_id": pid, "type": ctype,
-            "question": str(q.get("question", "")), "fact_ids": [], "supporting_fragments": evidence,
-            "labels": [] if ctype == "abstain" or answer is None else answer_labels(str(answer)),
-            "answer": NO_ANSWER if ctype == "abstain" else ("" if answer is None else str(answer)),
-            "locomo_category": q.get("category"),
-        }  # fmt: skip
-        if ctype == "abstain":
-            case["adversarial_answer"] = str(q.get("adversarial_answer") or "")
+        category = q.get("category")
+        try:
+            case = Case(
+                id=f"{pid}-q{qn:03d}", persona_id=pid, type=ctype, question=str(q.get("question", "")), fact_ids=[],
+                supporting_fragments=evidence,
+                labels=[] if ctype == "abstain" or answer is None else answer_labels(str(answer)),
+                answer=NO_ANSWER if ctype == "abstain" else ("" if answer is None else str(answer)),
+                locomo_category=category if isinstance(category, int) else None,
+                adversarial_answer=str(q.get("adversarial_answer") or "") if ctype == "abstain" else None,
+            )  # fmt: skip
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            field = ".".join(str(p) for p in err.get("loc", ()))
+            raise ImporterError(f"{pid} question {qn}: field {field!r}: {err.get('msg')}") from None
         cases.append(case)
         result.cases_by_type[ctype] = result.cases_by_type.get(ctype, 0) + 1
     d = out / pid
     d.mkdir(parents=True, exist_ok=True)
-    (d / "messenger.jsonl").write_text("".join(json.dumps(m, ensure_ascii=False) + "\n" for m in messages), "utf-8")
+    (d / "messenger.jsonl").write_text("".join(m.model_dump_json() + "\n" for m in messages), "utf-8")
     (d / "calendar.jsonl").write_text("", encoding="utf-8")
-    (d / "cases.jsonl").write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in cases), "utf-8")
+    (d / "cases.jsonl").write_text("".join(c.model_dump_json() + "\n" for c in cases), "utf-8")
     source = {"source": "locomo", "sample_id": pid, "name": a, "speakers": [a, b], "sessions": len(_sessions(conv))}
     (d / "source.json").write_text(json.dumps(source, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     result.personas.append(pid)

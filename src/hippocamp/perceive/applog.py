@@ -18,9 +18,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from hippocamp.schema.io import RecordsFileError, json_objects, read_json
 from hippocamp.schema.locators import parse_locator
-from hippocamp.schema.pcontext import CASE_TYPES
+from hippocamp.schema.pcontext import CASE_TYPES, Case
 from hippocamp.schema.segment import Segment
 from hippocamp.text.timeref import annotate
 
@@ -85,9 +87,16 @@ def read_persona(d: Path) -> PersonaLogs:
             raise AppLogError(f"{d / meta_file}: a JSON object was expected, not {type(data).__name__}")
         name = str((data.get("seed") or {}).get("name") or data.get("name") or name)
         break
-    for case in cases:
+    for n, case in enumerate(cases, start=1):
         if case.get("type") not in CASE_TYPES:
             raise AppLogError(f"{d / 'cases.jsonl'}: case {case.get('id')!r} has type {case.get('type')!r}")
+        try:
+            Case.model_validate(case)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            field = ".".join(str(p) for p in err.get("loc", ()))
+            raise AppLogError(f"{d / 'cases.jsonl'}: line {n}, case {case.get('id')!r}, field {field!r}: "
+                              f"{err.get('msg')}") from None  # fmt: skip
     fragment_of = {str(x["id"]): str(x["fragment_id"]) for x in messages + events if x.get("fragment_id")}
     return PersonaLogs(pid, d, name, messages, events, cases, fragment_of)
 

@@ -159,10 +159,11 @@ def loads_json(
     """``json.loads`` for a user's JSON: `check_json` first; any failure is a `JsonInputError` naming
     ``path`` (and ``line``, the line the text starts on, for JSON Lines) with the line and column."""
     if isinstance(text, bytes | bytearray):
+        raw = bytes(text)
         try:
-            text = bytes(text).decode("utf-8-sig")
+            text = raw.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
-            ln = (line or 1) + bytes(text)[: exc.start].count(b"\n")
+            ln = (line or 1) + raw[: exc.start].count(b"\n")
             raise JsonInputError(path, f"not UTF-8 text (byte {exc.start})", ln) from None
     check_json(text, path, line, depth)
     try:

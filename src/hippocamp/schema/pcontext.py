@@ -8,9 +8,9 @@ persona directory holds ``persona.json``, ``facts.json``, ``circle.json``, ``clu
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer
 
 __all__ = [
     "BOUNDARIES",
@@ -279,11 +279,13 @@ class CalendarEvent(_Artifact):
 
 
 class Case(_Artifact):
-    """A test case with its answer key; T1–T4 ask about the persona, T5 is a first-person request."""
+    """A test case with its answer key; T1–T4 ask about the persona, T5 is a first-person request, and
+    an ``abstain`` case (LoCoMo's adversarial questions) is answered right by saying the logs do not
+    tell. The LoCoMo fields are written only when set, so a generated case has none of them."""
 
     id: str
     persona_id: str
-    type: Literal["T1", "T2", "T3", "T4", "T5"]
+    type: Literal["T1", "T2", "T3", "T4", "T5", "abstain"]
     question: str
     fact_ids: list[str]
     #: canonical labels of the required facts
@@ -302,6 +304,18 @@ class Case(_Artifact):
     # T5
     constraints: list[str] = Field(default_factory=list)
     boundary: str | None = None
+    # imported from LoCoMo
+    locomo_category: int | None = None
+    #: an abstain case: the answer the question baits, which must not be given
+    adversarial_answer: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_unset_imports(self, handler: Any) -> Any:
+        data = handler(self)
+        for key in ("locomo_category", "adversarial_answer"):
+            if isinstance(data, dict) and data.get(key) is None:
+                data.pop(key, None)
+        return data
 
 
 class CheckResult(BaseModel):

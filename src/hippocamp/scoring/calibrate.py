@@ -169,12 +169,12 @@ async def self_test(judge: Judge, items: list[tuple[str, str]], seed: int = 0, c
             unscored += 1
             continue
         by_kind.setdefault(kind, []).append(j.correct)
-    gold = by_kind.pop("gold", [])
+    on_gold = by_kind.pop("gold", [])
     wrong = [v for vals in by_kind.values() for v in vals]
     rates = {k: sum(v) / len(v) for k, v in sorted(by_kind.items())}
     rates["all"] = sum(wrong) / len(wrong) if wrong else 0.0
     return SelfTest(
-        accepts_gold=sum(gold) / len(gold) if gold else None,
+        accepts_gold=sum(on_gold) / len(on_gold) if on_gold else None,
         false_accept=rates,
         counts={k: len(v) for k, v in by_kind.items()},
         unscored=unscored,

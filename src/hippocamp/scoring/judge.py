@@ -328,7 +328,7 @@ class Judge:
         contradicts it; wrong when a fact is contradicted or missing; unscored when the reference
         has no checkable fact (a judgment of prose needs a model)."""
         facts = check_facts(question, reference, response)
-        base = {"mode": "facts", "judge": "facts", "decided_by": "facts", "facts": facts}
+        base: dict[str, Any] = {"mode": "facts", "judge": "facts", "decided_by": "facts", "facts": facts}
         if not (response or "").strip():
             return Judgment(False, 0, "no answer", **base)
         if facts.blocks:

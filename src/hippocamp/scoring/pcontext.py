@@ -26,6 +26,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hippocamp.text.timeref import WEEKDAYS, week_of, weekday_after, weekday_before
+
 if TYPE_CHECKING:
     from hippocamp.text.facts import Facts
 
@@ -67,12 +69,11 @@ _POLARITY = re.compile(
     r"^\W*(?:(?:most |very )?(?:likely|probably|possibly|perhaps)\W+)?(yes|no)(?=\s*(?:$|[,;.:!]))", re.I
 )
 _NEGATION = re.compile(r"\b(?:not|never|no)\b|n['’]t\b", re.I)
-_WEEKDAY = {d: i for i, d in enumerate("monday tuesday wednesday thursday friday saturday sunday".split())}
 _COUNT = {"one": 1, "two": 2, "three": 3, "four": 4}
 _NUMBERS = set("two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
                "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred dozen "
                "twice".split())  # fmt: skip
-_RELATIVE_DAY = re.compile(r"^\W*(?:the\s+)?(?:(?P<n>one|two|three|four|\d)\s+)?(?P<unit>" + "|".join(_WEEKDAY)
+_RELATIVE_DAY = re.compile(r"^\W*(?:the\s+)?(?:(?P<n>one|two|three|four|\d)\s+)?(?P<unit>" + "|".join(WEEKDAYS)
                            + r"|weekend|week)s?\s+(?P<rel>before|after|of)\s+(?P<anchor>.+?)\W*$", re.I)  # fmt: skip
 
 
@@ -125,20 +126,20 @@ def relative_days(label: str) -> tuple[date, date] | None:
     count = (m["n"] or "1").lower()
     n = int(count) if count.isdigit() else _COUNT[count]
     unit, before = m["unit"].lower(), m["rel"].lower() == "before"
-    week, monday = timedelta(weeks=1), anchor - timedelta(days=anchor.weekday())
+    week, (monday, sunday) = timedelta(weeks=1), week_of(anchor)
     if unit == "week":
         if m["rel"].lower() == "of":
-            return monday, monday + timedelta(days=6)
+            return monday, sunday
         if before:
             return monday - n * week, anchor - (n - 1) * week - timedelta(days=1)
-        return anchor + (n - 1) * week + timedelta(days=1), monday + n * week + timedelta(days=6)
+        return anchor + (n - 1) * week + timedelta(days=1), sunday + n * week
     if m["rel"].lower() == "of":
         return None
-    target = 6 if unit == "weekend" else _WEEKDAY[unit]  # a weekend is found by its Sunday
+    target = 6 if unit == "weekend" else WEEKDAYS.index(unit)  # a weekend is found by its Sunday
     if before:
-        day = anchor - timedelta(days=(anchor.weekday() - target) % 7 or 7) - (n - 1) * week
+        day = weekday_before(anchor, target) - (n - 1) * week
     else:
-        day = anchor + timedelta(days=(target - anchor.weekday()) % 7 or 7) + (n - 1) * week
+        day = weekday_after(anchor, target) + (n - 1) * week
         if unit == "weekend" and day - timedelta(days=1) <= anchor:  # its Saturday must be after the anchor
             day += week
     return (day - timedelta(days=1), day) if unit == "weekend" else (day, day)

@@ -195,7 +195,11 @@ def balanced_mean(items: Iterable[ScoredItem], metric: Metric = "correct", by: G
 def by_capability(items: Iterable[ScoredItem], metric: Metric = "correct") -> dict[str, dict[str, GroupMean]]:
     """Per dimension (search, perception, reasoning), the mean of every label's questions."""
     items = list(items)
-    return {dim: group_means(items, lambda it, d=dim: it.caps.get(d, ()), metric) for dim in CAPABILITY_DIMENSIONS}
+
+    def labels_of(dim: str) -> Callable[[ScoredItem], Iterable[str]]:
+        return lambda it: it.caps.get(dim, ())
+
+    return {dim: group_means(items, labels_of(dim), metric) for dim in CAPABILITY_DIMENSIONS}
 
 
 # -- difficulty ----------------------------------------------------------------------------------
@@ -548,7 +552,7 @@ def wilcoxon(
     has_ties = bool((ties > 1).any())
     statistic = min(r_plus, r_minus) if alternative == "two-sided" else r_plus
 
-    chosen = method
+    chosen: str = method
     if method == "auto":
         if n > 50:
             chosen = "asymptotic"

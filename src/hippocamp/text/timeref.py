@@ -20,15 +20,15 @@ import re
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-__all__ = ["TimeRef", "annotate", "resolve"]
+__all__ = ["WEEKDAYS", "TimeRef", "annotate", "resolve", "week_of", "weekday_after", "weekday_before"]
 
-_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
             "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a couple of": 2, "a couple": 2,
             "couple of": 2}  # fmt: skip
 _NUM = r"(\d{1,3}|a couple of|a couple|couple of|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
 _UNIT = r"(days?|weeks?|months?|years?)"
-_WD = "(" + "|".join(_WEEKDAYS) + ")"
+_WD = "(" + "|".join(WEEKDAYS) + ")"
 
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("day_before_yesterday", re.compile(r"\bthe day before yesterday\b", re.I)),
@@ -71,9 +71,20 @@ def _month(d: date) -> tuple[date, date]:
     return d.replace(day=1), d.replace(day=calendar.monthrange(d.year, d.month)[1])
 
 
-def _week(d: date) -> tuple[date, date]:
+def week_of(d: date) -> tuple[date, date]:
+    """The Monday–Sunday week holding ``d``."""
     monday = d - timedelta(days=d.weekday())
     return monday, monday + timedelta(days=6)
+
+
+def weekday_before(d: date, weekday: int) -> date:
+    """The latest day strictly before ``d`` that falls on ``weekday`` (0 = Monday)."""
+    return d - timedelta(days=(d.weekday() - weekday) % 7 or 7)
+
+
+def weekday_after(d: date, weekday: int) -> date:
+    """The first day strictly after ``d`` that falls on ``weekday`` (0 = Monday)."""
+    return d + timedelta(days=(weekday - d.weekday()) % 7 or 7)
 
 
 def _number(word: str) -> int:
@@ -98,14 +109,13 @@ def _range(kind: str, m: re.Match[str], d: date) -> tuple[date, date]:
         day = d + timedelta(days=offset[kind])
         return day, day
     if kind == "rel_weekday":
-        which, target = m.group(1).lower(), _WEEKDAYS.index(m.group(2).lower())
+        which, target = m.group(1).lower(), WEEKDAYS.index(m.group(2).lower())
         if which == "last":
-            back = (d.weekday() - target) % 7 or 7
-            day = d - timedelta(days=back)
+            day = weekday_before(d, target)
         elif which in ("next", "coming"):
-            day = d + timedelta(days=(target - d.weekday()) % 7 or 7)
+            day = weekday_after(d, target)
         else:
-            day = _week(d)[0] + timedelta(days=target)
+            day = week_of(d)[0] + timedelta(days=target)
         return day, day
     if kind == "rel_weekend":
         which = m.group(1).lower()
@@ -119,7 +129,7 @@ def _range(kind: str, m: re.Match[str], d: date) -> tuple[date, date]:
         which, unit = m.group(1).lower(), m.group(2).lower()
         n = {"last": -1, "next": 1, "this": 0}[which]
         if unit == "week":
-            return _week(d + timedelta(weeks=n))
+            return week_of(d + timedelta(weeks=n))
         if unit == "month":
             return _month(_add_months(d, n))
         year = d.year + n
