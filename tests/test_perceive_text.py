@@ -154,9 +154,9 @@ def test_utf8_bom_is_utf8(tmp_path: Path) -> None:
 
 
 def test_undetectable_encoding_falls_back_to_latin1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import hippocamp.perceive.text as text_mod
+    import hippocamp.perceive.decode as decode_mod
 
-    monkeypatch.setattr(text_mod, "_detect", lambda data: (None, None))
+    monkeypatch.setattr(decode_mod, "_detect", lambda data: (None, None))
     result = read(tmp_path, "odd.txt", b"abc \x81\x8d def\n")
     assert result.status == "partial"
     assert result.notes == ["encoding not recognised: read as latin-1"]

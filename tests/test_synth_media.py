@@ -21,7 +21,7 @@ from PIL import Image
 
 from hippocamp.perceive import FileResult, PerceiveOptions, media, perceive_file
 from hippocamp.schema.locators import RegionLocator, TimeRange, parse_locator
-from hippocamp.synth.render import Exif, Line, Placements, Scene, Utterance
+from hippocamp.synth.render import Exif, Line, Placements, Scene, Utterance, speech
 from hippocamp.synth.render import media as render
 
 LINES = {
@@ -223,11 +223,11 @@ def test_speech_is_timed_exactly(memo: tuple[Path, Placements], tmp_path: Path):
     assert plumber[0] - dentist[1] == pytest.approx(UTTERANCES[2].pause, abs=0.02)
     assert duration - plumber[1] == pytest.approx(UTTERANCES[3].pause, abs=0.01)  # the last one's pause ends it
     # each utterance alone: the memo is the lead-in, the utterances and their pauses
-    expected = render._LEAD + sum(u.pause for u in UTTERANCES)
+    expected = speech._LEAD + sum(u.pause for u in UTTERANCES)
     for i, utterance in enumerate(UTTERANCES):
         render.render_speech(tmp_path / f"u{i}.wav", [Utterance(utterance.text, pause=0)])
         with wave.open(str(tmp_path / f"u{i}.wav")) as w:
-            expected += w.getnframes() / w.getframerate() - render._LEAD
+            expected += w.getnframes() / w.getframerate() - speech._LEAD
     assert duration == pytest.approx(expected, abs=1e-3)
 
 
@@ -246,10 +246,10 @@ def test_compressed_speech_is_byte_identical(suffix: str, memo: tuple[Path, Plac
 
 def test_missing_programs_are_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     real = shutil.which
-    monkeypatch.setattr(render.shutil, "which", lambda name: None if name == "espeak-ng" else real(name))
+    monkeypatch.setattr(shutil, "which", lambda name: None if name == "espeak-ng" else real(name))
     with pytest.raises(render.ProgramMissingError, match="espeak-ng"):
         render.render_speech(tmp_path / "a.wav", UTTERANCES)
-    monkeypatch.setattr(render.shutil, "which", lambda name: None if name == "ffmpeg" else real(name))
+    monkeypatch.setattr(shutil, "which", lambda name: None if name == "ffmpeg" else real(name))
     with pytest.raises(render.ProgramMissingError, match="ffmpeg"):
         render.render_speech(tmp_path / "a.mp3", UTTERANCES)
     with pytest.raises(render.ProgramMissingError, match="ffmpeg"):
