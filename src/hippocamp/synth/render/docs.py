@@ -31,7 +31,7 @@ from datetime import UTC, date, datetime, time
 from pathlib import Path
 from typing import Any
 
-from hippocamp.perceive.office import cell_text, column_letter
+from hippocamp.perceive.grid import cell_text, column_letter
 from hippocamp.schema.locators import CellRange, RegionLocator, cell_bounds
 from hippocamp.synth.render import Line, Page, Placed, Placements, Sheet, Slide, Table, merge_placed
 
