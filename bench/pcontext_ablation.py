@@ -27,10 +27,10 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("/tmp/hc-bench-ablation"))
     args = parser.parse_args()
     from hippocamp.benchmarks.pcontext.suite import load_pcontext_suite
-    from hippocamp.pcontext import SetConfig, run_set
     from hippocamp.runs import SuiteOptions
     from hippocamp.scoring.pcontext import retrieval_recall
     from hippocamp.scoring.stats import wilcoxon
+    from hippocamp.synth.personas import SetConfig, run_set
 
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     per: dict[tuple[str, str], dict[str, float]] = {}

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from hippocamp.pcontext.banks import (
+from hippocamp.schema.pcontext import CATEGORIES
+from hippocamp.synth.personas.banks import (
     BankError,
     FactBank,
     FactSpec,
@@ -25,11 +26,10 @@ from hippocamp.pcontext.banks import (
     load_phrase_bank,
     phrase_bank,
 )
-from hippocamp.schema.pcontext import CATEGORIES
 
 
 def _shipped(name: str) -> str:
-    return resources.files("hippocamp.pcontext").joinpath(f"data/{name}").read_text(encoding="utf-8")
+    return resources.files("hippocamp.synth.personas").joinpath(f"data/{name}").read_text(encoding="utf-8")
 
 
 FACTS: dict[str, Any] = json.loads(_shipped("facts.json"))
@@ -75,7 +75,7 @@ def test_shipped_banks_load_and_the_old_names_still_work() -> None:
 def test_importing_the_package_reads_no_bank() -> None:
     code = (
         "import hippocamp.pcontext, hippocamp.pcontext.templates.facts\n"
-        "from hippocamp.pcontext import banks\n"
+        "from hippocamp.synth.personas import banks\n"
         "assert banks.fact_bank.cache_info().currsize == 0 and banks.phrase_bank.cache_info().currsize == 0\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

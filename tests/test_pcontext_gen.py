@@ -11,13 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from hippocamp.pcontext import SetConfig, parse_filter, read_seed_file, run_set, sample_seeds
-from hippocamp.pcontext import verify as V
-from hippocamp.pcontext.banks import fact_bank, phrase_bank
-from hippocamp.pcontext.cases import PER_TYPE, CaseContext, ask, change_topic, template_cases
-from hippocamp.pcontext.facts import bank, fact_from_spec, spec_of
-from hippocamp.pcontext.pipeline import _load, _load_jsonl
-from hippocamp.pcontext.seeds import SeedError
 from hippocamp.schema.pcontext import (
     BOUNDARIES,
     CATEGORIES,
@@ -33,6 +26,14 @@ from hippocamp.schema.pcontext import (
     SetSummary,
     VerificationReport,
 )
+from hippocamp.synth.personas import SetConfig, parse_filter, read_seed_file, run_set, sample_seeds
+from hippocamp.synth.personas import verify as V
+from hippocamp.synth.personas.artifacts import load as _load
+from hippocamp.synth.personas.artifacts import load_jsonl as _load_jsonl
+from hippocamp.synth.personas.banks import fact_bank, phrase_bank
+from hippocamp.synth.personas.cases import PER_TYPE, CaseContext, ask, change_topic, template_cases
+from hippocamp.synth.personas.facts import bank, fact_from_spec, spec_of
+from hippocamp.synth.personas.seeds import SeedError
 
 ARTIFACTS = (
     "persona.json",
@@ -158,7 +159,7 @@ def test_resume_after_losing_later_artifacts(tmp_path: Path) -> None:
 
 
 def test_other_settings_in_same_folder_refused(tmp_path: Path) -> None:
-    from hippocamp.pcontext import PipelineError
+    from hippocamp.synth.personas import PipelineError
 
     run_set(SetConfig(out=tmp_path / "s", n=1, seed=1))
     with pytest.raises(PipelineError, match="filler_ratio"):
@@ -334,7 +335,7 @@ def test_twenty_personas_cover_every_boundary_and_mechanism(tmp_path: Path) -> N
 
 
 def test_facts_below_changes_refused(tmp_path: Path) -> None:
-    from hippocamp.pcontext import PipelineError
+    from hippocamp.synth.personas import PipelineError
 
     with pytest.raises(PipelineError, match="--facts"):
         run_set(SetConfig(out=tmp_path / "s", n=1, facts=5))
@@ -353,7 +354,7 @@ def one(tset: tuple[SetConfig, SetSummary]) -> dict:
 
 
 def _verify(p: dict, **changes: object) -> VerificationReport:
-    from hippocamp.pcontext import verify_persona
+    from hippocamp.synth.personas import verify_persona
 
     q = {**p, **changes}
     _, report = verify_persona(
@@ -720,7 +721,7 @@ def test_model_outage_falls_back(tmp_path: Path) -> None:
 
 
 def test_household_words_are_not_read_through_a_negation() -> None:
-    from hippocamp.pcontext.audit import _lives
+    from hippocamp.synth.personas.facts import _lives
 
     assert _lives("married, children at home", "children")
     assert not _lives("married, no children at home", "children")

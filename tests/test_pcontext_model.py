@@ -20,12 +20,13 @@ from pathlib import Path
 import pytest
 
 from hippocamp.models import ModelError, get_model
-from hippocamp.pcontext import SetConfig, run_set
-from hippocamp.pcontext import verify as V
-from hippocamp.pcontext.logs import render_ics
-from hippocamp.pcontext.modelgen import WrittenBatch
-from hippocamp.pcontext.pipeline import _load, _load_jsonl
 from hippocamp.schema.pcontext import CalendarEvent, Case, Cluster, FactsFile, Message, VerificationReport
+from hippocamp.synth.personas import SetConfig, run_set
+from hippocamp.synth.personas import verify as V
+from hippocamp.synth.personas.artifacts import load as _load
+from hippocamp.synth.personas.artifacts import load_jsonl as _load_jsonl
+from hippocamp.synth.personas.filler import WrittenBatch
+from hippocamp.synth.personas.logs import render_ics
 
 FAKE_FRAGMENT = "p001-c99-f9"
 

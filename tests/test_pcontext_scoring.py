@@ -175,11 +175,11 @@ class TopHit:
 def test_filler_ablation_as_a_paired_comparison(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two persona sets from the same seed, filler 1:1 vs 2.5:1, hold the same cases; the report pairs the
     two runs by case id (Δ, bootstrap interval, Wilcoxon) as P-ContextBench's ablation does."""
-    from hippocamp.pcontext import SetConfig, run_set
     from hippocamp.report.build import build_report
     from hippocamp.report.markdown import render_markdown
     from hippocamp.runs.runner import run
     from hippocamp.scoring.run_scores import load_scores, score_run
+    from hippocamp.synth.personas import SetConfig, run_set
 
     monkeypatch.setenv("HIPPOCAMP_CACHE_DIR", str(tmp_path / "cache"))
     runs = []

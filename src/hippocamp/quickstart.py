@@ -113,8 +113,8 @@ def quickstart(
 def _personas(out: Path, agent: str, model: str, seed: int, per_type: int | None, budget: Any, stage: Stage) -> Path:
     """The P-ContextBench leg: one template persona (cached), ``per_type`` cases of each type answered by
     ``agent`` over its app logs; returns the run directory."""
-    from hippocamp.pcontext import SetConfig, run_set
     from hippocamp.runs import SuiteOptions, load_suite, run
+    from hippocamp.synth.personas import SetConfig, run_set
 
     stage("persona", 0, 1)
     run_set(SetConfig(out=out / "personas", n=1, seed=seed))

@@ -52,7 +52,7 @@ def personas(
 ) -> None:
     """Write OUT/<persona>/{persona,facts,circle}.json, messenger/calendar/cases .jsonl, calendar.ics,
     verification.json, and OUT/summary.json. Re-running the same command continues a stopped run."""
-    from hippocamp.pcontext import PipelineError, SeedError, SetConfig, run_set
+    from hippocamp.synth.personas import PipelineError, SeedError, SetConfig, run_set
 
     chat = judge = None
     try:

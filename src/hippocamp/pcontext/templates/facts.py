@@ -1,11 +1,11 @@
 """The fact bank's names as they were when the bank was Python code: the data now lives in
-``pcontext/data/facts.json``, read and validated by `hippocamp.pcontext.banks` on first access to a name."""
+``synth/personas/data/facts.json``, read and validated by `hippocamp.synth.personas.banks` on first access to a name."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from hippocamp.pcontext.banks import FactBank, FactSpec, Request, fact_bank
+from hippocamp.synth.personas.banks import FactBank, FactSpec, Request, fact_bank
 
 __all__ = ["BANK", "CATEGORY_ASK", "DESK_GROUPS", "THEME", "WORKING_GROUPS_SHIFT", "FactSpec", "Request"]
 

@@ -1,12 +1,12 @@
 """The phrase banks' names as they were when the banks were Python code: the data now lives in
-``pcontext/data/phrases.json``, read and validated by `hippocamp.pcontext.banks` on first access to a name.
+``synth/personas/data/phrases.json``, read and validated by `hippocamp.synth.personas.banks` on first access to a name.
 ``PATTERNS`` keeps its old shape (dicts); `banks.phrase_bank().patterns` has the typed `Pattern` models."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from hippocamp.pcontext.banks import phrase_bank
+from hippocamp.synth.personas.banks import phrase_bank
 
 __all__ = [
     "CONTACT_HISTORY",

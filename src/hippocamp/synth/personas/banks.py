@@ -1,6 +1,6 @@
 """The template engine's banks as data: hidden facts (``data/facts.json``) and phrases (``data/phrases.json``),
-read by one loader that validates every entry and is cached, so that importing ``hippocamp.pcontext``
-reads neither file.
+read by one loader that validates every entry and is cached, so that importing the package reads neither
+file.
 
 **Facts** (`FactBank`): per category several possible facts, each with its canonical label, close synonyms
 (leakage terms), behavioral cues, and paraphrased signals that imply it. Every signal (messenger line,
@@ -415,7 +415,7 @@ def load_phrase_bank(path: str | os.PathLike[str] | Traversable, facts: FactBank
 
 
 def _shipped(name: str) -> Traversable:
-    return resources.files("hippocamp.pcontext").joinpath(f"data/{name}")
+    return resources.files("hippocamp.synth.personas").joinpath(f"data/{name}")
 
 
 @cache

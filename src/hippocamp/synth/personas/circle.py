@@ -1,20 +1,26 @@
 """Stage 3: the social circle, a configurable number of frequent contacts checked against the facts.
 
-The check removes what contradicts the persona: a relationship the household rules out (a spouse
-for someone unmarried), a contact with the persona's own name or another contact's, links to facts
-that do not exist, and shared activities whose facts are gone.
+The templates (`template_circle`) ground each contact's relationship, history and shared activities in
+the facts; a model writes them instead (`model_circle`). Either way the check (`check_circle`) removes
+what contradicts the persona: a relationship the household rules out (a spouse for someone unmarried),
+a contact with the persona's own name or another contact's, links to facts that do not exist, and
+shared activities whose facts are gone.
 """
 
 from __future__ import annotations
 
 import random
+from typing import Any
 
-from hippocamp.pcontext.banks import fact_bank, phrase_bank
-from hippocamp.pcontext.facts import spec_of
-from hippocamp.pcontext.seeds import marginals
-from hippocamp.schema.pcontext import Circle, Contact, Fact, Seed
+from pydantic import BaseModel, Field
 
-__all__ = ["check_circle", "template_circle"]
+from hippocamp.schema.pcontext import Circle, Contact, Fact, Persona, Seed
+from hippocamp.synth.personas.banks import fact_bank, phrase_bank
+from hippocamp.synth.personas.facts import spec_of
+from hippocamp.synth.personas.model import ModelStageError, ask
+from hippocamp.synth.personas.seeds import marginals
+
+__all__ = ["check_circle", "model_circle", "template_circle"]
 
 #: which kinds of facts a relationship plausibly shares
 _THEMES_FOR = {
@@ -126,3 +132,36 @@ def check_circle(circle: Circle, seed: Seed, facts: list[Fact]) -> Circle:
             )
         )
     return circle.model_copy(update={"contacts": contacts, "removed": removed})
+
+
+# ------------------------------------------------------------------------------------------ model half
+
+
+class _Contact(BaseModel):
+    name: str = Field(min_length=1)
+    relationship: str
+    history: str = ""
+    shared_activities: list[str] = Field(default_factory=list)
+    fact_ids: list[str] = Field(default_factory=list)
+
+
+class _Contacts(BaseModel):
+    contacts: list[_Contact]
+
+
+async def model_circle(model: Any, persona: Persona, facts: list[Fact], n: int) -> Circle:
+    """``n`` contacts written by the model from the persona and its current facts (fewer is unusable)."""
+    payload = {
+        "persona": persona.summary,
+        "contacts_wanted": n,
+        "facts": [f.model_dump(include={"id", "category", "label"}) for f in facts if not f.valid_to],
+    }
+    parsed = await ask(model, "circle", payload, _Contacts)
+    if len(parsed.contacts) < n:
+        raise ModelStageError(f"circle: {len(parsed.contacts)} contacts, {n} wanted")
+    contacts = [
+        Contact(id=f"c{i}", name=c.name, relationship=c.relationship.lower(), history=c.history,
+                shared_activities=c.shared_activities, fact_ids=c.fact_ids)
+        for i, c in enumerate(parsed.contacts[:n], start=1)
+    ]  # fmt: skip
+    return Circle(persona_id=persona.id, contacts=contacts, generator=f"model:{model.id}")

@@ -27,7 +27,7 @@ from hippocamp.schema.io import RecordsFileError, json_objects
 from hippocamp.schema.pcontext import Seed
 from hippocamp.synth.world import rng_for
 
-__all__ = ["SeedError", "SeedFilter", "parse_filter", "read_seed_file", "sample_seeds"]
+__all__ = ["SeedError", "SeedFilter", "marginals", "parse_filter", "read_seed_file", "sample_seeds", "working"]
 
 
 class SeedError(ValueError):
@@ -37,9 +37,14 @@ class SeedError(ValueError):
 @cache
 def marginals() -> dict[str, Any]:
     """The shipped marginals table."""
-    text = resources.files("hippocamp.pcontext").joinpath("data/marginals.json").read_text(encoding="utf-8")
+    text = resources.files("hippocamp.synth.personas").joinpath("data/marginals.json").read_text(encoding="utf-8")
     data: dict[str, Any] = json.loads(text)
     return data
+
+
+def working(seed: Seed) -> bool:
+    """Whether the seed has a job (not retired, a student, at home or unemployed)."""
+    return seed.occupation_group not in ("not in labor force", "unemployed", "")
 
 
 @dataclass(frozen=True)

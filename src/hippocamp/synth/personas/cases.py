@@ -9,18 +9,39 @@ ungrounded, duplicate and type-invalid cases.
 T1 and T2 ask each fact's own question (`FactSpec.ask`), which no other fact the persona holds at the same
 time answers, so the key's one label is the answer; T3 names what changed (`FactSpec.change`). A model
 fact (no bank spec) is asked about its category instead.
+
+A model writes T1-T3 cases from the facts and their surviving fragments (`model_recall_cases`: the keys
+are built from the facts the case names, the cited fragment ids are left for `verify.check_cases`) and
+T4-T5 cases from the facts (`model_cases`); `top_up` then adds template cases of each type the model's
+accepted cases leave short. A model case's id ends in ``-m<n>`` (`MODEL_CASE`).
 """
 
 from __future__ import annotations
 
 import random
-from collections import defaultdict
+import re
+from collections import Counter, defaultdict
+from typing import Any, Literal
 
-from hippocamp.pcontext.banks import fact_bank, phrase_bank
-from hippocamp.pcontext.facts import spec_of
-from hippocamp.schema.pcontext import Case, Cluster, Fact, Persona
+from pydantic import BaseModel, Field
 
-__all__ = ["PER_TYPE", "CaseContext", "ask", "change_topic", "template_cases"]
+from hippocamp.schema.pcontext import CalendarEvent, Case, Cluster, Fact, Message, Persona
+from hippocamp.synth.personas import model as M
+from hippocamp.synth.personas.banks import fact_bank, phrase_bank
+from hippocamp.synth.personas.facts import spec_of
+from hippocamp.synth.personas.verify import check_cases, find_leaks
+
+__all__ = [
+    "MODEL_CASE",
+    "PER_TYPE",
+    "CaseContext",
+    "ask",
+    "change_topic",
+    "model_cases",
+    "model_recall_cases",
+    "template_cases",
+    "top_up",
+]
 
 #: cases per type and persona, after the paper's instance (662 T1, 662 T2, 663 T3, 1,360 T4, 1,463 T5 over
 #: 100 personas); T3 is also bounded by the facts that change (``SetConfig.changes``)
@@ -289,3 +310,152 @@ def template_cases(ctx: CaseContext, rng: random.Random, per_type: dict[str, int
     t1 = _t1(ctx, rng, n["T1"])
     t2 = _t2(ctx, rng, n["T2"], {c.fact_ids[0] for c in t1})
     return [*t1, *t2, *_t3(ctx, n["T3"]), *_t4(ctx, rng, n["T4"]), *_t5(ctx, rng, n["T5"])]
+
+
+# ------------------------------------------------------------------------------------------ model half
+
+#: the id of a case the model wrote
+MODEL_CASE = re.compile(r"-T[1-5]-m\d+$")
+
+
+class _Case(BaseModel):
+    type: Literal["T4", "T5"]
+    question: str
+    fact_ids: list[str]
+    answer: str = ""
+    conclusion: str | None = None
+    mechanism: str | None = None
+    mechanism_kind: str | None = None
+    constraints: list[str] = Field(default_factory=list)
+    boundary: str | None = None
+
+
+class _Cases(BaseModel):
+    cases: list[_Case]
+
+
+async def model_cases(model: Any, ctx: CaseContext) -> list[Case]:
+    """T4 and T5 cases written by the model; grounding and validity are checked afterwards."""
+    payload = {
+        "name": ctx.name,
+        "facts": [
+            f.model_dump(include={"id", "category", "label", "prior_of"}) for f in ctx.facts if f.id in ctx.frags
+        ],
+    }
+    parsed = await M.ask(model, "cases", payload, _Cases)
+    out = []
+    counts = {"T4": 0, "T5": 0}
+    for c in parsed.cases:
+        counts[c.type] += 1
+        frags = sorted({x for f in c.fact_ids if f in ctx.frags for x in ctx.all_frags(f)})
+        out.append(
+            Case(
+                id=f"{ctx.persona.id}-{c.type}-m{counts[c.type]:02d}", persona_id=ctx.persona.id, type=c.type,
+                question=c.question, fact_ids=c.fact_ids,
+                labels=[ctx.by_id[f].label for f in c.fact_ids if f in ctx.by_id],
+                supporting_fragments=frags, answer=c.answer or (c.conclusion or c.boundary or ""),
+                conclusion=c.conclusion, mechanism=c.mechanism, mechanism_kind=c.mechanism_kind,
+                constraints=c.constraints, boundary=c.boundary,
+            )
+        )  # fmt: skip
+    if not out:
+        raise M.ModelStageError("cases: no cases")
+    return out
+
+
+class _RecallCase(BaseModel):
+    type: Literal["T1", "T2", "T3"]
+    question: str = Field(min_length=1)
+    fact_ids: list[str] = Field(min_length=1)
+    supporting_fragments: list[str] = Field(default_factory=list)
+
+
+class _RecallCases(BaseModel):
+    cases: list[_RecallCase]
+
+
+def _recall_facts(ctx: CaseContext, rng: random.Random, limit: int) -> list[Fact]:
+    """The facts offered for T1-T3: every prior/current pair, and up to ``limit`` facts that hold throughout."""
+    pairs = [f for f in ctx.facts if f.prior_of and f.id in ctx.frags and f.prior_of in ctx.frags]
+    chosen = {f.id for f in pairs} | {f.prior_of for f in pairs if f.prior_of}
+    static = list(ctx.static)
+    rng.shuffle(static)
+    chosen |= {f.id for f in static[:limit]}
+    return [f for f in ctx.facts if f.id in chosen]
+
+
+async def model_recall_cases(
+    model: Any, ctx: CaseContext, rng: random.Random, limit: int = 12
+) -> tuple[list[Case], list[str]]:
+    """T1-T3 cases written by the model from the facts and their surviving fragments (ids and apps),
+    and the cases dropped here ("case id: reason"). The answer keys (labels, answer, T3 states and
+    change date) come from the facts the case names, never from the model; the cited fragment ids are
+    kept as given, for `verify.check_cases` to accept or reject."""
+    offered = _recall_facts(ctx, rng, limit)
+    payload = {
+        "name": ctx.name,
+        "facts": [
+            {
+                "id": f.id,
+                "category": f.category,
+                "label": f.label,
+                **({"prior_of": f.prior_of} if f.prior_of else {}),
+                **({"valid_from": str(f.valid_from)} if f.valid_from else {}),
+                "fragments": [{"id": x, "app": app} for app, ids in sorted(ctx.frags[f.id].items()) for x in ids],
+            }
+            for f in offered
+        ],
+    }
+    parsed = await M.ask(model, "cases_recall", payload, _RecallCases)
+    out: list[Case] = []
+    dropped: list[str] = []
+    counts = {"T1": 0, "T2": 0, "T3": 0}
+    for c in parsed.cases:
+        counts[c.type] += 1
+        cid = f"{ctx.persona.id}-{c.type}-m{counts[c.type]:02d}"
+        facts = [ctx.by_id[f] for f in c.fact_ids if f in ctx.by_id]
+        leaked = [term for f in facts for _, term in find_leaks(c.question, [f])]
+        if leaked:
+            dropped.append(f"{cid}: the question gives the answer away ({leaked[0]!r})")
+            continue
+        key: dict[str, Any] = {}
+        answer = "; ".join(f.label for f in facts)
+        if c.type == "T3" and len(facts) == 2:
+            a, b = facts
+            prior, current = (a, b) if a.prior_of == b.id else (b, a) if b.prior_of == a.id else (None, None)
+            if prior is not None and current is not None:
+                key = {"prior_state": prior.label, "current_state": current.label, "stale_state": prior.label,
+                       "changed_on": current.valid_from}  # fmt: skip
+                answer = f"before {current.valid_from}: {prior.label}; since then: {current.label}"
+        out.append(
+            Case(
+                id=cid, persona_id=ctx.persona.id, type=c.type, question=c.question.strip(), fact_ids=c.fact_ids,
+                labels=[f.label for f in facts], supporting_fragments=sorted(set(c.supporting_fragments)),
+                answer=answer, **key,
+            )
+        )  # fmt: skip
+    if not out:
+        raise M.ModelStageError(f"cases_recall: no usable case ({'; '.join(dropped[:3]) or 'none written'})")
+    return out, dropped
+
+
+def top_up(
+    written: list[Case],
+    template: list[Case],
+    facts: list[Fact],
+    clusters: list[Cluster],
+    items: list[Message | CalendarEvent],
+    name: str,
+) -> list[Case]:
+    """The model's cases, then template cases of each type up to the templates' count of that type
+    less the model's accepted ones (none on the same facts)."""
+    good, _, _ = check_cases(written, facts, clusters, items, name)
+    have = Counter(c.type for c in good)
+    taken = {(c.type, tuple(sorted(c.fact_ids))) for c in good}
+    want = Counter(c.type for c in template)
+    out = list(written)
+    for case in template:
+        if have[case.type] < want[case.type] and (case.type, tuple(sorted(case.fact_ids))) not in taken:
+            out.append(case)
+            have[case.type] += 1
+    return out

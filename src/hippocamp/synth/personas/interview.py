@@ -1,19 +1,25 @@
 """Stage 2a: the life-story interview, 108 questions over nine topics, answered in the persona's voice.
 
-Each hidden fact is anchored to a question of its topic; its answer states the fact, and the fact's
-``sources`` list that turn's id. The other answers come from per-topic phrase banks filled from the seed.
+Templates (`template_interview`): each hidden fact is anchored to a question of its topic; its answer
+states the fact, and the fact's ``sources`` list that turn's id. The other answers come from per-topic
+phrase banks filled from the seed. A model (`model_interview`) answers every question itself, topic by
+topic; its facts are then distilled from the answers (`facts.model_facts`).
 """
 
 from __future__ import annotations
 
 import random
 from collections import defaultdict
+from typing import Any
 
-from hippocamp.pcontext.audit import working
-from hippocamp.pcontext.banks import phrase_bank
+from pydantic import BaseModel, Field
+
 from hippocamp.schema.pcontext import Fact, InterviewTurn, Seed
+from hippocamp.synth.personas.banks import phrase_bank
+from hippocamp.synth.personas.model import ModelStageError, ask, first_failure
+from hippocamp.synth.personas.seeds import working
 
-__all__ = ["TOPIC_OF", "question_list", "template_interview"]
+__all__ = ["TOPIC_OF", "model_interview", "question_list", "template_interview"]
 
 TOPIC_OF = {
     "background": "history",
@@ -107,3 +113,37 @@ def template_interview(seed: Seed, facts: list[Fact], rng: random.Random) -> tup
         answer = " ".join(statements[i]) if statements[i] else generic
         turns.append(InterviewTurn(id=qid, topic=topic, question=question, answer=answer))
     return turns, [f.model_copy(update={"sources": sources.get(f.id, [])}) for f in facts]
+
+
+# ------------------------------------------------------------------------------------------ model half
+
+
+class _Answer(BaseModel):
+    id: str
+    answer: str = Field(min_length=1)
+
+
+class _Answers(BaseModel):
+    answers: list[_Answer]
+
+
+async def model_interview(model: Any, seed: Seed) -> list[InterviewTurn]:
+    """The 108 questions, asked topic by topic (the first alone, the others concurrently), answered in
+    the persona's voice."""
+    questions = question_list()
+    topics = sorted({t for _, t, _ in questions})
+    seed_json = seed.model_dump(exclude={"version", "source"})
+
+    async def one(topic: str) -> dict[str, str]:
+        qs = [{"id": i, "question": q} for i, t, q in questions if t == topic]
+        parsed = await ask(model, "interview", {"seed": seed_json, "topic": topic, "questions": qs}, _Answers)
+        got = {a.id: a.answer for a in parsed.answers}
+        missing = [q["id"] for q in qs if q["id"] not in got]
+        if missing:
+            raise ModelStageError(f"interview topic {topic}: no answer for {', '.join(missing[:5])}")
+        return got
+
+    answers: dict[str, str] = await one(topics[0])  # a probe: a model that cannot answer costs one call
+    for got in await first_failure([one(t) for t in topics[1:]]):
+        answers.update(got)
+    return [InterviewTurn(id=i, topic=t, question=q, answer=answers[i]) for i, t, q in questions]

@@ -1,4 +1,5 @@
-"""The checks of the construction pipeline, independent of how the artifacts were generated.
+"""The checks of the construction pipeline, independent of how the artifacts were generated; every
+check of one persona in `verify_persona`.
 
 Tokens are whitespace-separated words (a message's text; an event's title, location and notes).
 Lexical leakage looks for a fact's label or any listed synonym as whole words, case-insensitively,
@@ -11,19 +12,23 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from datetime import date
+from datetime import date, timedelta
 from functools import lru_cache
 
 from hippocamp.schema.pcontext import (
     BOUNDARIES,
+    GENERATED_TYPES,
     MECHANISMS,
     CalendarEvent,
     Case,
     CheckResult,
+    Circle,
     Cluster,
     Fact,
     Fragment,
     Message,
+    Persona,
+    VerificationReport,
 )
 
 __all__ = [
@@ -45,6 +50,7 @@ __all__ = [
     "normalize",
     "support_map",
     "tokens",
+    "verify_persona",
     "within",
 ]
 
@@ -370,7 +376,7 @@ def check_cases(
         seen_keys.add(key)
         seen_questions.add(q)
         accepted.append(case)
-    by_type = {t: sum(1 for c in accepted if c.type == t) for t in ("T1", "T2", "T3", "T4", "T5")}
+    by_type = {t: sum(1 for c in accepted if c.type == t) for t in GENERATED_TYPES}
     missing = [t for t, n in by_type.items() if n == 0]
     check = CheckResult(
         name="cases",
@@ -449,3 +455,70 @@ def _case_problem(
         if not _first_person(case.question):
             return "type-invalid: T5 is a first-person request"
     return None
+
+
+def verify_persona(
+    persona: Persona,
+    facts: list[Fact],
+    circle: Circle,
+    clusters: list[Cluster],
+    messages: list[Message],
+    events: list[CalendarEvent],
+    cases: list[Case],
+    filler_ratio: float,
+    decoy_share: float,
+) -> tuple[list[Case], VerificationReport]:
+    """Every check of one persona; the accepted cases and the report."""
+    items: list[Message | CalendarEvent] = [*messages, *events]
+    end = persona.window_start + timedelta(days=persona.window_days)
+    verified = [c for c in clusters if c.outcome == "verified"]
+    fragments = [f for c in verified for f in c.fragments]
+    accepted, rejected, case_check = check_cases(cases, facts, clusters, items, persona.seed.name)
+    first_try = sum(1 for c in verified if len(c.attempts) == 1)
+    checks = [
+        CheckResult(
+            name="audit",
+            passed=persona.audit.remaining == 0,
+            measured={
+                "findings": len(persona.audit.findings),
+                "repaired": persona.audit.repaired,
+                "remaining": persona.audit.remaining,
+                "auditor": persona.audit.auditor,
+            },
+            problems=[f"{f.perspective}: {f.issue}" for f in persona.audit.findings] if persona.audit.remaining else [],
+        ),
+        check_inventory(facts, {t.id for t in persona.interview}),
+        CheckResult(
+            name="circle",
+            passed=len(circle.contacts) > 0,
+            measured={"contacts": len(circle.contacts), "removed_details": len(circle.removed)},
+            problems=[] if circle.contacts else ["no contacts"],
+        ),
+        CheckResult(
+            name="cluster_verification",
+            passed=len(verified) == len(clusters),
+            measured={
+                "clusters": len(clusters),
+                "verified": len(verified),
+                "first_attempt": first_try,
+                "failed": len(clusters) - len(verified),
+            },
+            problems=[
+                f"cluster {c.id} failed after {len(c.attempts)} attempts: {'; '.join(c.attempts[-1].leaks)[:300]}"
+                for c in clusters
+                if c.outcome != "verified"
+            ],
+        ),
+        check_leakage(fragments, items, facts),
+        check_support(facts, clusters, items),
+        check_filler_ratio(items, filler_ratio),
+        check_decoy_share(items, decoy_share),
+        check_survival(clusters, messages, events),
+        check_decoys(items, facts, persona.seed.name),
+        check_temporal(facts, clusters, persona.window_start, end),
+        case_check,
+    ]
+    report = VerificationReport(
+        persona_id=persona.id, passed=all(c.passed for c in checks), checks=checks, rejected_cases=rejected
+    )
+    return accepted, report
