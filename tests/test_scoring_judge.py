@@ -181,3 +181,33 @@ def test_real_server_judgments() -> None:
     assert same.decided_by == "model" and (same.status == "unscored" or same.score is not None)
     wrong = asyncio.run(j.judge("How much is my rent?", "EUR 1,450 per month", "EUR 1,540 per month."))
     assert wrong.correct is False and wrong.decided_by == "facts"
+
+
+def test_a_judge_is_added_by_one_registration() -> None:
+    """A plug-in judge is a callable registered under kind ``judge``; the CLI's --judge-mode takes it."""
+    from click.testing import CliRunner
+
+    from hippocamp import registry
+    from hippocamp.cli import main
+    from hippocamp.scoring.judge import Judgment, judge_names, make_judge
+
+    class Lenient:
+        id = mode = "lenient"
+
+        async def judge(self, question: str, reference: str, response: str) -> Judgment:
+            return Judgment(True, 5, "accepts everything", "lenient", judge="lenient")
+
+    def lenient(model: object = None) -> Lenient:
+        return Lenient()
+
+    lenient.needs_model = False  # type: ignore[attr-defined]
+    registry.register("judge", "lenient")(lenient)
+    try:
+        assert "lenient" in judge_names() and {"robust", "simple", "detailed", "facts"} <= set(judge_names())
+        assert isinstance(make_judge("lenient"), Lenient)
+        with pytest.raises(ValueError, match="needs a model"):
+            make_judge("robust")
+        bad = CliRunner().invoke(main, ["score", "--hippocamp-io", __file__, "--judge-mode", "lenent"])
+        assert bad.exit_code == 2 and "did you mean 'lenient'" in bad.output
+    finally:
+        registry._registry["judge"].pop("lenient", None)

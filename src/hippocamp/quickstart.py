@@ -59,7 +59,7 @@ def quickstart(
     from hippocamp.models import get_model
     from hippocamp.runs import SuiteOptions, load_suite, run
     from hippocamp.runs.rundir import RunDir
-    from hippocamp.scoring.judge import Judge
+    from hippocamp.scoring.judge import make_judge
     from hippocamp.scoring.run_scores import score_run
 
     stage = stage or (lambda *_: None)
@@ -96,7 +96,7 @@ def quickstart(
     for run_dir in run_dirs:
         bench = RunDir.open(run_dir).benchmark
         needs_model = bench.judge_model_needed  # P-ContextBench's rubrics need none
-        verdicts = Judge(get_model(judge_spec), mode="robust") if needs_model else Judge(None, mode="facts")
+        verdicts = make_judge("robust", get_model(judge_spec)) if needs_model else make_judge("facts")
 
         def scoring(done: int, total: int, name: str = run_dir.name) -> None:
             stage(f"score {name}", done, total)

@@ -20,6 +20,7 @@ ENTRY_POINT_GROUP = "hippocamp.plugins"
 BUILTINS: dict[str, tuple[str, ...]] = {
     "rule": ("hippocamp.validate.rules",),
     "embedder": ("hippocamp.models.embedders",),
+    "judge": ("hippocamp.scoring.judge",),
     "reader": (
         "hippocamp.perceive.pdf",
         "hippocamp.perceive.plaintext",

@@ -10,8 +10,6 @@ from hippocamp.cli._common import fail, writable_dir_option
 
 __all__ = ["report"]
 
-MODES = ["robust", "simple", "detailed", "facts"]
-
 
 @click.command("report")
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
@@ -26,8 +24,8 @@ MODES = ["robust", "simple", "detailed", "facts"]
     "--judge-mode",
     "mode",
     default=None,
-    type=click.Choice(MODES),
-    help="Which judge mode's scores to report (default: the mode with most score lines).",
+    help="Which mode's scores to report, as scores.jsonl names it (robust, facts, rubric, ...; default: the one "
+    "with most score lines).",
 )
 @click.option("--judge", default=None, help="Which judge's scores to report, by its id in scores.jsonl.")
 @click.option("--title", default="hippocamp report", show_default=True)

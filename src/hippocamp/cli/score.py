@@ -9,27 +9,37 @@ from typing import Any
 
 import click
 
-from hippocamp.cli._common import console, fail, model_option, models_option, new_file_option
+from hippocamp.cli._common import console, fail, model_option, models_option, new_file_option, unknown_name
 
-MODES = ["robust", "simple", "detailed", "facts"]
+
+def judge_mode_option(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    """A registered judge (kind ``judge``: robust, simple, detailed, facts, and plug-ins)."""
+    from hippocamp.scoring.judge import judge_names
+
+    known = judge_names()
+    if value not in known:
+        raise click.BadParameter(unknown_name("judge", value, known))
+    return value
 
 
 def make_judge(judge: str | None, mode: str, panel: str | None) -> Any:
-    """A `Judge` (or `Panel`) from the command line; ``facts`` needs no model."""
+    """A judge (or a `Panel`) from the command line; a judge that needs no model gets none."""
+    from hippocamp import registry
     from hippocamp.models import ModelError, get_model
-    from hippocamp.scoring.judge import Judge, Panel
+    from hippocamp.scoring.judge import Panel
+    from hippocamp.scoring.judge import make_judge as registered
 
-    if mode == "facts":
-        return Judge(None, mode="facts")
+    if not getattr(registry.get("judge", mode), "needs_model", True):
+        return registered(mode)
     try:
         if panel:
             specs = [spec.strip() for spec in panel.split(",") if spec.strip()]
-            return Panel([Judge(get_model(spec), mode=mode) for spec in specs])  # type: ignore[arg-type]
+            return Panel([registered(mode, get_model(spec)) for spec in specs])
         if not judge:
             from hippocamp.cli.run import _default_model
 
             judge = _default_model()
-        return Judge(get_model(judge), mode=mode)  # type: ignore[arg-type]
+        return registered(mode, get_model(judge))
     except (ModelError, ValueError) as exc:  # a model that cannot be opened here (no key, not installed)
         fail(f"judge: {exc}", code=1)
 
@@ -48,7 +58,8 @@ def _benchmark(run_dir: Path) -> Any:
 @click.command("score")
 @click.argument("run_dir", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--judge", default=None, callback=model_option, help="Judge model (default: the embedded local model).")
-@click.option("--judge-mode", "mode", default="robust", show_default=True, type=click.Choice(MODES))
+@click.option("--judge-mode", "mode", default="robust", show_default=True, callback=judge_mode_option,
+              help="A registered judge: robust, simple, detailed, facts, or a plug-in's.")  # fmt: skip
 @click.option("--panel", default=None, callback=models_option,
               help="Several judge models, comma-separated: majority vote.")  # fmt: skip
 @click.option("--concurrency", default=4, show_default=True, type=click.IntRange(min=1))
@@ -153,7 +164,8 @@ def judge_group() -> None:
 @click.option("--labeled", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
               multiple=True, help="Labeled answers (FinanceBench format); repeat for several files.")  # fmt: skip
 @click.option("--judge", default=None, callback=model_option, help="Judge model (default: the embedded local model).")
-@click.option("--judge-mode", "mode", default="robust", show_default=True, type=click.Choice(MODES))
+@click.option("--judge-mode", "mode", default="robust", show_default=True, callback=judge_mode_option,
+              help="A registered judge: robust, simple, detailed, facts, or a plug-in's.")  # fmt: skip
 @click.option("--self-test/--no-self-test", default=True, show_default=True,
               help="Also perturb the gold answers and count false accepts.")  # fmt: skip
 @click.option("--concurrency", default=4, show_default=True, type=click.IntRange(min=1))

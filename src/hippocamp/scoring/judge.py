@@ -27,9 +27,22 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from hippocamp.registry import get, names, register
 from hippocamp.text.facts import DateFact, NumberFact, extract_facts, unsupported_facts
 
-__all__ = ["FactCheck", "Judge", "Judgment", "Panel", "Verdict", "check_facts", "cohen_kappa", "panel_agreement"]
+__all__ = [
+    "FactCheck",
+    "Judge",
+    "JudgeKind",
+    "Judgment",
+    "Panel",
+    "Verdict",
+    "check_facts",
+    "cohen_kappa",
+    "judge_names",
+    "make_judge",
+    "panel_agreement",
+]
 
 Mode = Literal["robust", "simple", "detailed", "facts"]
 _PROMPTS = Path(__file__).parent / "prompts"
@@ -349,6 +362,42 @@ class Judge:
             except Exception as exc:  # outage, timeout, unparsable after repair: try again, then unscored
                 error = f"{type(exc).__name__}: {exc}"
         return None, error, self.retries + 1
+
+
+@dataclass(frozen=True)
+class JudgeKind:
+    """A judge as the registry holds it (kind ``judge``): its name, whether it needs a model, and how
+    it is made from one. A third-party judge registers any callable ``(model) -> judge`` with a
+    ``needs_model`` attribute, whose judge answers ``await judge(question, reference, response)``."""
+
+    name: str
+    needs_model: bool
+    about: str
+
+    def __call__(self, model: Any = None, retries: int = 1) -> Judge:
+        return Judge(model, self.name, retries)  # type: ignore[arg-type]
+
+
+for _kind in (
+    JudgeKind("robust", True, "key facts checked deterministically around the model's detailed verdict"),
+    JudgeKind("simple", True, "HippoCamp's simple template"),
+    JudgeKind("detailed", True, "HippoCamp's detailed template (correct iff the score is 3 or more)"),
+    JudgeKind("facts", False, "the deterministic layer alone: no model"),
+):
+    register("judge", _kind.name)(_kind)
+
+
+def judge_names() -> list[str]:
+    """The registered judges' names (the CLI's ``--judge-mode`` choices)."""
+    return names("judge")
+
+
+def make_judge(name: str, model: Any = None) -> Any:
+    """The registered judge ``name`` over ``model`` (None for one that needs no model)."""
+    kind = get("judge", name)
+    if getattr(kind, "needs_model", True) and model is None:
+        raise ValueError(f"the {name} judge needs a model; the 'facts' judge runs without one")
+    return kind(model)
 
 
 class Panel:
