@@ -394,3 +394,28 @@ def test_an_imported_financebench_runs_and_scores(financebench_dir: Path, tmp_pa
     lines = _run_and_score(tmp_path, str(out))
     assert sorted(s.task_id for s in lines) == ["fb_1", "fb_2", "fb_3", "fb_5"]
     assert all("hippocamp" in s.files for s in lines) and any(s.status == "ok" for s in lines)
+
+
+def test_an_importer_is_added_by_one_registration(tmp_path: Path):
+    """A plug-in importer is a function registered under kind ``importer``: ``hippocamp import NAME``
+    runs it with SOURCE, --out and one option per keyword parameter."""
+    from hippocamp import registry
+
+    def import_notes(source: Path, out: Path, prefix: str = "note", upper: bool = False) -> Any:
+        """Copy a text file into a one-file profile."""
+        out.mkdir(parents=True, exist_ok=True)
+        text = source.read_text(encoding="utf-8")
+        (out / f"{prefix}.txt").write_text(text.upper() if upper else text, encoding="utf-8")
+
+    registry.register("importer", "notes")(import_notes)
+    try:
+        src = tmp_path / "in.txt"
+        src.write_text("heron\n", encoding="utf-8")
+        helped = CliRunner().invoke(main, ["import", "--help"])
+        assert "notes" in helped.output and "Copy a text file" in helped.output
+        result = CliRunner().invoke(main, ["import", "notes", str(src), "--out", str(tmp_path / "o"), "--upper",
+                                           "--prefix", "n1"])  # fmt: skip
+        assert result.exit_code == 0, result.output
+        assert (tmp_path / "o" / "n1.txt").read_text(encoding="utf-8") == "HERON\n"
+    finally:
+        registry._registry["importer"].pop("notes", None)

@@ -21,6 +21,8 @@ BUILTINS: dict[str, tuple[str, ...]] = {
     "rule": ("hippocamp.validate.rules",),
     "embedder": ("hippocamp.models.embedders",),
     "judge": ("hippocamp.scoring.judge",),
+    # importers: import_NAME(source, out, **options) functions; `hippocamp import NAME` runs them
+    "importer": ("hippocamp.importers.hippocamp", "hippocamp.importers.financebench", "hippocamp.importers.locomo"),
     "reader": (
         "hippocamp.perceive.pdf",
         "hippocamp.perceive.plaintext",

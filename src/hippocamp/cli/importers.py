@@ -12,9 +12,72 @@ import click
 from hippocamp.cli._common import console, fail, writable_dir_option
 
 
-@click.group("import")
+class ImporterGroup(click.Group):
+    """``hippocamp import NAME``: every registered importer (kind ``importer``). The built-ins have their
+    own commands below; a plug-in importer gets one made from its signature (`generic_command`)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        from hippocamp import registry
+
+        return sorted({*super().list_commands(ctx), *registry.names("importer")})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        command = super().get_command(ctx, name)
+        if command is not None:
+            return command
+        from hippocamp import registry
+
+        try:
+            return generic_command(name, registry.get("importer", name))
+        except registry.UnknownPluginError:
+            return None
+
+
+def generic_command(name: str, importer: Any) -> click.Command:
+    """A command for an importer ``importer(source, out, **options)``: SOURCE, ``--out`` and one option per
+    keyword parameter with a default (a bool default makes a flag); prints what it returns, through its
+    ``summary_lines()`` when it has one."""
+    import inspect
+
+    params: list[click.Parameter] = [
+        click.Argument(["source"], type=click.Path(exists=True, path_type=Path)),
+        click.Option(
+            ["--out"],
+            required=True,
+            type=click.Path(file_okay=False, path_type=Path),
+            callback=writable_dir_option,
+            help="Where to write.",
+        ),
+    ]
+    for i, p in enumerate(inspect.signature(importer).parameters.values()):
+        if i < 2 or p.default is inspect.Parameter.empty or p.kind is p.VAR_KEYWORD:
+            continue
+        flag = "--" + p.name.replace("_", "-")
+        if isinstance(p.default, bool):
+            params.append(click.Option([flag, p.name], is_flag=True, default=p.default))
+        else:
+            kind = type(p.default) if p.default is not None else str
+            params.append(click.Option([flag, p.name], type=kind, default=p.default, show_default=True))
+
+    def run(source: Path, out: Path, **options: Any) -> None:
+        from hippocamp.importers._common import ImporterError
+
+        try:
+            result = importer(source, out, **options)
+        except (ImporterError, OSError, ValueError) as exc:
+            fail(str(exc))
+        lines = result.summary_lines() if hasattr(result, "summary_lines") else [f"imported into {out}"]
+        for line in lines:
+            click.echo(line)
+
+    about = (inspect.getdoc(importer) or f"The {name} importer.").splitlines()[0]
+    return click.Command(name, params=params, callback=run, help=about)
+
+
+@click.group("import", cls=ImporterGroup)
 def import_group() -> None:
-    """Turn downloaded benchmark data (a HippoCamp release, FinanceBench, LoCoMo) into hippocamp suites and profiles."""
+    """Turn downloaded benchmark data (a HippoCamp release, FinanceBench, LoCoMo, or a plug-in's) into
+    hippocamp suites and profiles."""
 
 
 @import_group.command("hippocamp")

@@ -37,6 +37,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from hippocamp.importers._common import ImporterError, validation_summary, write_json
+from hippocamp.registry import register
 from hippocamp.schema.io import JsonInputError, loads_json
 from hippocamp.schema.record import REASONING_LABELS
 
@@ -348,6 +349,7 @@ def _out_is_ours(out: Path, name: str) -> None:
         raise ImporterError(f"{tree}: exists and was not written by this importer (no {name}.import.json); refusing")
 
 
+@register("importer", "financebench")
 def import_financebench(source: str | Path, out: str | Path, name: str = "Finance") -> FinanceBenchImport:
     """Import the FinanceBench folder ``source`` as the profile ``name`` under ``out`` (see the module
     docstring); validate it and return counts. Raises `ImporterError` only when the input is unusable."""

@@ -35,6 +35,7 @@ from typing import Any
 
 from hippocamp.dataset.profile import VARIANTS, Profile, ProfileError, load_profile
 from hippocamp.importers._common import ImporterError, validation_summary, write_json
+from hippocamp.registry import register
 from hippocamp.schema.io import RecordsFileError
 
 __all__ = [
@@ -339,6 +340,7 @@ def _import_profile(
     return entry
 
 
+@register("importer", "hippocamp")
 def import_hippocamp(
     path: str | Path,
     out: str | Path,

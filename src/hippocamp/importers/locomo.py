@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from hippocamp.importers._common import ImporterError
+from hippocamp.registry import register
 from hippocamp.schema.pcontext import Case, Message
 
 __all__ = ["CATEGORY_TYPES", "LocomoImport", "import_locomo", "parse_locomo_time"]
@@ -153,6 +154,7 @@ def _convert(sample: dict[str, Any], n: int, out: Path, result: LocomoImport) ->
     result.messages += len(messages)
 
 
+@register("importer", "locomo")
 def import_locomo(path: Path, out: Path) -> LocomoImport:
     """Convert a LoCoMo JSON file (a list of conversations, or one) into persona folders under ``out``."""
     from hippocamp.schema.io import JsonInputError, read_json
