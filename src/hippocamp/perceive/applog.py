@@ -1,14 +1,15 @@
 """App logs as segments: a P-ContextBench persona's messenger and calendar, read and rendered.
 
 `read_persona(dir)` reads a persona folder (``messenger.jsonl``, ``calendar.jsonl``, ``cases.jsonl``,
-and ``persona.json`` or ``source.json`` for the name); `persona_dirs(root)` finds the persona folders
-of a set. Every message and calendar event becomes one `Segment` under a virtual path
-``<persona>/messenger/<session>.txt`` or ``<persona>/calendar/<YYYY-MM>.txt``, with the locator
-``{"unit": "message", "position": {"id": ...}}`` (``"event"`` for an event) and ``meta`` holding the
-time, session, sender, recipients / attendees and ``time_refs``: relative time ("yesterday", "next week")
-resolved against the item's own timestamp (`hippocamp.text.timeref`) and also written beside the text,
-because a small model copies "yesterday" instead of computing the date. `full_context` renders all of a
-persona's logs as one prompt (the full-context regime).
+and ``persona.json`` or ``source.json`` for the name), every message, event and case validated by its
+model (`hippocamp.schema.pcontext`; an error names the file, line, item and field); `persona_dirs(root)`
+finds the persona folders of a set. Every message and calendar event becomes one `Segment` under a
+virtual path ``<persona>/messenger/<session>.txt`` or ``<persona>/calendar/<YYYY-MM>.txt``, with the
+locator ``{"unit": "message", "position": {"id": ...}}`` (``"event"`` for an event) and ``meta`` holding
+the time, session, sender, recipients / attendees and ``time_refs``: relative time ("yesterday", "next
+week") resolved against the item's own timestamp (`hippocamp.text.timeref`) and also written beside the
+text, because a small model copies "yesterday" instead of computing the date. `full_context` renders all
+of a persona's logs as one prompt (the full-context regime).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pydantic import ValidationError
 
 from hippocamp.schema.io import RecordsFileError, json_objects, read_json
 from hippocamp.schema.locators import parse_locator
-from hippocamp.schema.pcontext import CASE_TYPES, Case
+from hippocamp.schema.pcontext import CASE_TYPES, CalendarEvent, Case, Message
 from hippocamp.schema.segment import Segment
 from hippocamp.text.timeref import annotate
 
@@ -87,16 +88,20 @@ def read_persona(d: Path) -> PersonaLogs:
             raise AppLogError(f"{d / meta_file}: a JSON object was expected, not {type(data).__name__}")
         name = str((data.get("seed") or {}).get("name") or data.get("name") or name)
         break
-    for n, case in enumerate(cases, start=1):
+    for case in cases:
         if case.get("type") not in CASE_TYPES:
             raise AppLogError(f"{d / 'cases.jsonl'}: case {case.get('id')!r} has type {case.get('type')!r}")
-        try:
-            Case.model_validate(case)
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            field = ".".join(str(p) for p in err.get("loc", ()))
-            raise AppLogError(f"{d / 'cases.jsonl'}: line {n}, case {case.get('id')!r}, field {field!r}: "
-                              f"{err.get('msg')}") from None  # fmt: skip
+    for file, items, model, what in ((d / "messenger.jsonl", messages, Message, "message"),
+                                     (d / "calendar.jsonl", events, CalendarEvent, "event"),
+                                     (d / "cases.jsonl", cases, Case, "case")):  # fmt: skip
+        for n, item in enumerate(items, start=1):
+            try:
+                model.model_validate(item)
+            except ValidationError as exc:
+                err = exc.errors()[0]
+                field = ".".join(str(p) for p in err.get("loc", ()))
+                raise AppLogError(f"{file}: line {n}, {what} {item.get('id')!r}, field {field!r}: "
+                                  f"{err.get('msg')}") from None  # fmt: skip
     fragment_of = {str(x["id"]): str(x["fragment_id"]) for x in messages + events if x.get("fragment_id")}
     return PersonaLogs(pid, d, name, messages, events, cases, fragment_of)
 
