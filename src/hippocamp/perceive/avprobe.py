@@ -24,7 +24,7 @@ import wave
 from pathlib import Path
 from typing import Any
 
-from hippocamp.perceive.base import Part, ReadError
+from hippocamp.perceive.base import Part, ReadError, tag_text
 from hippocamp.perceive.probe_mp3 import probe_mp3
 from hippocamp.perceive.probe_mp4 import TOP_LEVEL, probe_mp4
 from hippocamp.perceive.probe_xiph import probe_flac, probe_ogg
@@ -103,22 +103,13 @@ def wave_facts(path: Path) -> dict[str, Any] | None:
     }
 
 
-def _text(value: Any) -> str | None:
-    if isinstance(value, bytes):
-        value = value.decode("utf-8", "replace")
-    if value is None:
-        return None
-    text = str(value).replace("\x00", "").strip()
-    return text or None
-
-
 def _tag_value(value: Any) -> str | None:
     if isinstance(value, list | tuple):
         texts = [t for t in (_tag_value(v) for v in value) if t]
         return "; ".join(texts) or None
     if isinstance(value, bytes | bytearray):
         return None
-    text = _text(value)
+    text = tag_text(value)
     return text[:500] if text else None
 
 

@@ -28,6 +28,7 @@ __all__ = [
     "ReadError",
     "Reader",
     "part_available",
+    "tag_text",
 ]
 
 
@@ -137,6 +138,16 @@ class ReadContext:
             self.note(f"nested file {name!r} not read (depth limit {self.options.max_depth})")
             return []
         return self._nested(name, data, [*self.within, *within], self)
+
+
+def tag_text(value: Any) -> str | None:
+    """A metadata tag's value as text (bytes decoded, NULs dropped, blanks trimmed), or None when empty."""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    if value is None:
+        return None
+    text = str(value).replace("\x00", "").strip()
+    return text or None
 
 
 def ext_of(path: str | Path) -> str:

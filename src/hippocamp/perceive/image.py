@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 from PIL import ExifTags, Image, ImageOps
 
-from hippocamp.perceive.base import Part, ReadContext, ReadError
+from hippocamp.perceive.base import Part, ReadContext, ReadError, tag_text
 from hippocamp.perceive.ocr import TESSERACT, ocr_missing, ocr_or_note
 from hippocamp.registry import register
 from hippocamp.schema.locators import RegionLocator
@@ -47,15 +47,6 @@ def exif_time(value: Any) -> datetime | None:
         return None
 
 
-def _text(value: Any) -> str | None:
-    if isinstance(value, bytes):
-        value = value.decode("utf-8", "replace")
-    if value is None:
-        return None
-    text = str(value).replace("\x00", "").strip()
-    return text or None
-
-
 def _degrees(dms: Any, ref: Any) -> float | None:
     try:
         parts = [float(v) for v in (dms if isinstance(dms, list | tuple) else [dms])]
@@ -64,7 +55,7 @@ def _degrees(dms: Any, ref: Any) -> float | None:
         return None
     if not math.isfinite(value):
         return None
-    if (_text(ref) or "").upper()[:1] in ("S", "W"):
+    if (tag_text(ref) or "").upper()[:1] in ("S", "W"):
         value = -value
     return round(value, 6)
 
@@ -105,11 +96,11 @@ def image_facts(img: Image.Image) -> dict[str, Any]:
             break
     if taken:
         facts["taken"] = taken.isoformat()
-        facts["taken_offset"] = _text(sub.get(ExifTags.Base.OffsetTimeOriginal))
-    make, model = _text(exif.get(ExifTags.Base.Make)), _text(exif.get(ExifTags.Base.Model))
+        facts["taken_offset"] = tag_text(sub.get(ExifTags.Base.OffsetTimeOriginal))
+    make, model = tag_text(exif.get(ExifTags.Base.Make)), tag_text(exif.get(ExifTags.Base.Model))
     facts |= {"camera_make": make, "camera_model": model, "camera": camera_name(make, model)}
-    facts["lens"] = _text(sub.get(ExifTags.Base.LensModel))
-    facts["software"] = _text(exif.get(ExifTags.Base.Software))
+    facts["lens"] = tag_text(sub.get(ExifTags.Base.LensModel))
+    facts["software"] = tag_text(exif.get(ExifTags.Base.Software))
     gps = _safe_ifd(exif, ExifTags.IFD.GPSInfo)
     lat = _degrees(gps.get(ExifTags.GPS.GPSLatitude), gps.get(ExifTags.GPS.GPSLatitudeRef))
     lon = _degrees(gps.get(ExifTags.GPS.GPSLongitude), gps.get(ExifTags.GPS.GPSLongitudeRef))
@@ -121,10 +112,10 @@ def image_facts(img: Image.Image) -> dict[str, Any]:
                 facts["gps_alt"] = round(-alt if gps.get(ExifTags.GPS.GPSAltitudeRef) in (1, b"\x01") else alt, 1)
         except (KeyError, TypeError, ValueError, ZeroDivisionError):
             pass
-    description = _text(exif.get(ExifTags.Base.ImageDescription))
+    description = tag_text(exif.get(ExifTags.Base.ImageDescription))
     if not description:
         chunks = getattr(img, "text", None) or {}  # PNG tEXt/iTXt
-        description = next((_text(chunks[k]) for k in ("Description", "Title", "Comment") if k in chunks), None)
+        description = next((tag_text(chunks[k]) for k in ("Description", "Title", "Comment") if k in chunks), None)
     facts["description"] = description[:500] if description else None
     frames = getattr(img, "n_frames", 1)
     facts["frames"] = frames if frames and frames > 1 else None
