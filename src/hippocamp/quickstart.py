@@ -94,7 +94,8 @@ def quickstart(
     judge_spec = judge or model
     rows = []
     for run_dir in run_dirs:
-        bench = RunDir.open(run_dir).benchmark
+        opened = RunDir.open(run_dir)
+        bench = opened.benchmark
         needs_model = bench.judge_model_needed  # P-ContextBench's rubrics need none
         verdicts = make_judge("robust", get_model(judge_spec)) if needs_model else make_judge("facts")
 
@@ -102,7 +103,7 @@ def quickstart(
             stage(f"score {name}", done, total)
 
         report = asyncio.run(score_run(run_dir, verdicts, concurrency=1, progress=scoring))
-        rows.append({"agent": labels[run_dir], **bench.headline(RunDir.open(run_dir), report)})
+        rows.append({"agent": labels[run_dir], **bench.headline(opened, report)})
     stage("report", 0, 1)
     html, md = _write_report(run_dirs, out)
     stage("report", 1, 1)

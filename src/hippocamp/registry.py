@@ -13,7 +13,7 @@ from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import Any, TypeVar
 
-__all__ = ["BUILTINS", "ENTRY_POINT_GROUP", "UnknownPluginError", "get", "items", "names", "register"]
+__all__ = ["BUILTINS", "ENTRY_POINT_GROUP", "UnknownPluginError", "get", "instance", "items", "names", "register"]
 
 ENTRY_POINT_GROUP = "hippocamp.plugins"
 #: Modules holding the built-ins of each kind; imported on first use of the kind.
@@ -130,3 +130,10 @@ def names(kind: str) -> list[str]:
 def items(kind: str) -> list[tuple[str, Any]]:
     _load(kind)
     return list(_registry.get(kind, {}).items())
+
+
+def instance(kind: str, name: str) -> Any:
+    """The registered ``name`` ready to use: a registered class is instantiated (with no arguments),
+    anything else is returned as registered."""
+    found = get(kind, name)
+    return found() if isinstance(found, type) else found

@@ -62,8 +62,7 @@ class Benchmark(Protocol):
 
 def get_benchmark(name: str) -> Benchmark:
     """The registered benchmark ``name`` (an instance)."""
-    found = registry.get("benchmark", name)
-    bench: Benchmark = found() if isinstance(found, type) else found
+    bench: Benchmark = registry.instance("benchmark", name)
     return bench
 
 

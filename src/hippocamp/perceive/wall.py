@@ -36,7 +36,7 @@ from hippocamp.perceive.base import PerceiveOptions
 from hippocamp.perceive.run import FileResult, perceive_file
 from hippocamp.schema.filetypes import modality_of
 
-__all__ = ["ReadLimits", "ReaderPool", "read_walled", "shippable_readers"]
+__all__ = ["ReadLimits", "ReaderPool", "shippable_readers"]
 
 #: what a worker runs for one file: ``read(root, rel, options) -> FileResult`` (a module-level function)
 ReadFn = Callable[[Path, str, PerceiveOptions], FileResult]
@@ -389,14 +389,3 @@ class ReaderPool:
         queue.extendleft(reversed(rest))
         self.walled.append((rel, why))
         yield _failed(rel, why)
-
-
-def read_walled(
-    root: Path, rel: str, options: PerceiveOptions | None = None, limits: ReadLimits | None = None
-) -> FileResult:
-    """One file read behind the wall (a worker started for it)."""
-    size = None
-    with contextlib.suppress(OSError):
-        size = os.lstat(Path(root) / rel).st_size
-    with ReaderPool(root, options, limits, workers=1) as pool:
-        return next(iter(pool.read([[(rel, size)]])))

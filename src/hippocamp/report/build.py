@@ -28,10 +28,9 @@ __all__ = ["Report", "ReportError", "RunData", "build_report", "load_run"]
 
 def _benchmark(name: str) -> Any:
     try:
-        found = registry.get("benchmark", name)
+        return registry.instance("benchmark", name)
     except registry.UnknownPluginError as exc:
         raise ReportError(str(exc)) from None
-    return found() if isinstance(found, type) else found
 
 
 def load_run(run_dir: str | Path, *, judge_mode: str | None = None, judge: str | None = None) -> RunData:

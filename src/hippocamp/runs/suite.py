@@ -116,7 +116,7 @@ class Suite:
 
 
 def _benchmarks() -> list[tuple[str, Any]]:
-    return [(name, obj() if isinstance(obj, type) else obj) for name, obj in registry.items("benchmark")]
+    return [(name, registry.instance("benchmark", name)) for name in registry.names("benchmark")]
 
 
 def benchmark_for(spec: str) -> tuple[str, Any]:

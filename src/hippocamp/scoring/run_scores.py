@@ -22,7 +22,7 @@ from typing import Any
 
 from hippocamp.durable import DurableLog
 from hippocamp.redact import redact
-from hippocamp.runs.rundir import MANIFEST, SCORES, SUMMARY, RunDir, RunDirError
+from hippocamp.runs.rundir import SCORES, SUMMARY, RunDir, RunDirError
 from hippocamp.schema.run import Episode, ScoreLine
 
 __all__ = [
@@ -32,7 +32,6 @@ __all__ = [
     "ScoreOptions",
     "ScoreReport",
     "load_scores",
-    "read_run_manifest",
     "score_episodes",
     "score_run",
     "write_summary",
@@ -72,19 +71,6 @@ class ScoreReport:
 def load_scores(run_dir: Path) -> list[ScoreLine]:
     """Every score line of a run (all judges and modes)."""
     return RunDir.open(run_dir).scores().items
-
-
-def read_run_manifest(run_dir: Path, required: bool = True) -> dict[str, Any]:
-    """A run directory's manifest as plain data (current format; ``{}`` when absent and not
-    ``required``); one that cannot be read raises ValueError naming the file, line and column."""
-    path = Path(run_dir)
-    if not (path / MANIFEST).exists():
-        if not path.is_dir():
-            raise FileNotFoundError(f"{run_dir}: no such run directory")
-        if required:
-            raise FileNotFoundError(f"{run_dir}: no {MANIFEST}; is this a run directory?")
-        return {}
-    return RunDir.open(path).manifest.model_dump(mode="json")
 
 
 def write_summary(path: Path, summary: dict[str, Any]) -> None:
