@@ -19,7 +19,9 @@ from typing import Any
 
 from hippocamp import __version__
 from hippocamp.redact import REDACTED, redact, scrub
-from hippocamp.schema.run import RUN_FORMAT, upgrade_manifest
+from hippocamp.runs.rundir import RunDirError
+from hippocamp.runs.rundir import read_manifest as parse_manifest
+from hippocamp.schema.run import RUN_FORMAT
 
 __all__ = [
     "MANIFEST_FORMAT",
@@ -36,8 +38,6 @@ __all__ = [
 ]
 
 MANIFEST_FORMAT = RUN_FORMAT
-#: the formats read (a version-1 manifest is upgraded when read)
-READ_FORMATS = ("hippocamp-run/1", RUN_FORMAT)
 #: dependencies recorded even when hippocamp's metadata cannot be read
 KEY_DEPENDENCIES = ("pydantic", "numpy", "openai", "llama-cpp-python", "onnxruntime", "faster-whisper", "pypdf")
 
@@ -121,19 +121,15 @@ def config_differences(recorded: dict[str, Any], current: dict[str, Any]) -> lis
 
 
 def read_manifest(path: Path) -> dict[str, Any] | None:
-    """The manifest at ``path``, None when there is none; `ManifestError` (naming the file) when it
-    cannot be read or is not a run manifest."""
-    from hippocamp.schema.io import JsonInputError, read_json
-
+    """The manifest at ``path`` as plain data in the current format, None when there is none;
+    `ManifestError` (naming the file) when it cannot be read or is not a run manifest. Parsed by
+    `hippocamp.runs.rundir.read_manifest`, the one reader of manifests."""
     if not path.exists():
         return None
     try:
-        data = read_json(path, "run manifest")
-    except JsonInputError as exc:
+        return parse_manifest(path).model_dump(mode="json")
+    except RunDirError as exc:
         raise ManifestError(f"{exc}; move the run directory aside") from None
-    if not isinstance(data, dict) or data.get("format") not in READ_FORMATS or "config" not in data:
-        raise ManifestError(f"{path}: not a {MANIFEST_FORMAT} manifest (field 'format' or 'config')")
-    return upgrade_manifest(data)
 
 
 def write_manifest(path: Path, data: dict[str, Any]) -> None:

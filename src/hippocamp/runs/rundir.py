@@ -19,9 +19,9 @@ from hippocamp import registry
 from hippocamp.durable import ReadResult, read_lines
 from hippocamp.runs.episodes import ReadResult as EpisodesRead
 from hippocamp.runs.episodes import read_episodes
-from hippocamp.schema.run import RunManifest, ScoreLine, upgrade_manifest
+from hippocamp.schema.run import RUN_FORMAT, RUN_FORMATS_READ, RunManifest, ScoreLine, upgrade_manifest
 
-__all__ = ["EPISODES", "MANIFEST", "SCORES", "SUMMARY", "RunDir", "RunDirError"]
+__all__ = ["EPISODES", "MANIFEST", "SCORES", "SUMMARY", "RunDir", "RunDirError", "read_manifest"]
 
 MANIFEST = "manifest.json"
 EPISODES = "episodes.jsonl"
@@ -58,10 +58,9 @@ class RunDir:
     def benchmark(self) -> Any:
         """The benchmark plug-in (an instance of the registered class)."""
         try:
-            found = registry.get("benchmark", self.manifest.benchmark)
+            return registry.instance("benchmark", self.manifest.benchmark)
         except registry.UnknownPluginError as exc:
             raise RunDirError(f"{self.path / MANIFEST}: field 'benchmark': {exc}") from None
-        return found() if isinstance(found, type) else found
 
     @property
     def score_line(self) -> type[ScoreLine]:
@@ -98,7 +97,8 @@ class RunDir:
 
 
 def read_manifest(file: Path) -> RunManifest:
-    """``manifest.json`` of any format, as the current `RunManifest`; errors name the file and field."""
+    """``manifest.json`` of any format read (`RUN_FORMATS_READ`), as the current `RunManifest`; the one
+    parser of manifests (the runner's resume reads through it too). Errors name the file and field."""
     from hippocamp.schema.io import read_json
 
     try:
@@ -110,6 +110,8 @@ def read_manifest(file: Path) -> RunManifest:
     for key in ("suite", "config", "model"):
         if key in raw and not isinstance(raw[key], dict):
             raise RunDirError(f"{file}: field '{key}': expected an object, found {type(raw[key]).__name__}")
+    if raw.get("format") not in RUN_FORMATS_READ or "config" not in raw:
+        raise RunDirError(f"{file}: not a {RUN_FORMAT} manifest (field 'format' or 'config')")
     try:
         return RunManifest.model_validate(upgrade_manifest(raw))
     except ValidationError as exc:

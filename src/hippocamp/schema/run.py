@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "EPISODE_FORMAT",
     "RUN_FORMAT",
+    "RUN_FORMATS_READ",
     "SCORE_FORMAT",
     "Answer",
     "Episode",
@@ -43,6 +44,8 @@ __all__ = [
 
 #: ``manifest.json``; version 2 names the benchmark (version 1 said ``suite.kind: "pcontext"`` or nothing)
 RUN_FORMAT = "hippocamp-run/2"
+#: the manifest formats read (an earlier one is upgraded as it is read)
+RUN_FORMATS_READ = ("hippocamp-run/1", RUN_FORMAT)
 #: an ``episodes.jsonl`` line
 EPISODE_FORMAT = "hippocamp-episode/1"
 #: a ``scores.jsonl`` line; version 2 is typed per benchmark (version 1 put a rubric's grade in ``facts``)
