@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from hippocamp.schema.io import RecordsFileError, json_objects, read_json
 from hippocamp.schema.locators import parse_locator
-from hippocamp.schema.pcontext import CASE_TYPES, CalendarEvent, Case, Message
+from hippocamp.schema.pcontext import CalendarEvent, Case, Message
 from hippocamp.schema.segment import Segment
 from hippocamp.text.timeref import annotate
 
@@ -88,9 +88,6 @@ def read_persona(d: Path) -> PersonaLogs:
             raise AppLogError(f"{d / meta_file}: a JSON object was expected, not {type(data).__name__}")
         name = str((data.get("seed") or {}).get("name") or data.get("name") or name)
         break
-    for case in cases:
-        if case.get("type") not in CASE_TYPES:
-            raise AppLogError(f"{d / 'cases.jsonl'}: case {case.get('id')!r} has type {case.get('type')!r}")
     for file, items, model, what in ((d / "messenger.jsonl", messages, Message, "message"),
                                      (d / "calendar.jsonl", events, CalendarEvent, "event"),
                                      (d / "cases.jsonl", cases, Case, "case")):  # fmt: skip

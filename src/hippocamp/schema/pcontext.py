@@ -8,7 +8,7 @@ persona directory holds ``persona.json``, ``facts.json``, ``circle.json``, ``clu
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer
 
@@ -68,7 +68,8 @@ CATEGORIES: tuple[str, ...] = (
 )
 #: every type of case a persona can hold, in report order: the paper's five, and ``abstain`` (LoCoMo's
 #: adversarial questions, whose right answer is that the logs do not tell)
-CASE_TYPES: tuple[str, ...] = ("T1", "T2", "T3", "T4", "T5", "abstain")
+CaseType = Literal["T1", "T2", "T3", "T4", "T5", "abstain"]
+CASE_TYPES: tuple[str, ...] = get_args(CaseType)
 #: the types the generator makes
 GENERATED_TYPES: tuple[str, ...] = CASE_TYPES[:5]
 #: T5 action boundaries, from the paper
@@ -285,7 +286,7 @@ class Case(_Artifact):
 
     id: str
     persona_id: str
-    type: Literal["T1", "T2", "T3", "T4", "T5", "abstain"]
+    type: CaseType
     question: str
     fact_ids: list[str]
     #: canonical labels of the required facts
