@@ -18,62 +18,84 @@ from hippocamp.models.errors import ModelError
 from hippocamp.registry import register
 from hippocamp.runs import SuiteOptions, load_suite
 from hippocamp.scoring.judge import Judge, Panel
-from hippocamp.scoring.pcontext import fragment_recall, grade, judge_items, key_items, seen_ids
+from hippocamp.scoring.pcontext import Cited, fragment_recall, grade, seen_ids
+from hippocamp.scoring.pcontext.judge import Pass2Judge
 from test_pcontext_eval import make_persona
 
 CASE_T3 = {"id": "c3", "type": "T3", "question": "Where does Dana work now?", "labels": ["works at the bakery"],
            "current_state": "works at the bakery", "stale_state": "works at the library",
            "supporting_fragments": ["f1"]}  # fmt: skip
+CITED = Cited(frozenset({"m4"}), frozenset({"f1"}), 1)
 
 
 def stated(*items: tuple[int, str]) -> str:
-    return json.dumps({"items": [{"n": n, "stated": True, "quote": q} for n, q in items]})
+    """A T1–T4 verdict of the Pass-2 judge model stating ``items`` with their quotes."""
+    return json.dumps({"items": [{"n": n, "stated": True, "quote": q} for n, q in items], "contradicts": False,
+                       "hedges": False, "verdict": "correct", "reason": "stated"})  # fmt: skip
 
 
-def test_key_items_by_type() -> None:
-    assert key_items(CASE_T3) == ["works at the bakery"]
-    t4 = {"type": "T4", "labels": ["runs daily"], "conclusion": "values discipline", "mechanism": "coping strategy"}
-    assert key_items(t4) == ["runs daily", "values discipline", "coping strategy"]
-    assert key_items({"type": "T5", "constraints": ["has asthma"], "labels": ["x"]}) == ["has asthma"]
+def recognised(boundary: str, *quotes: str) -> str:
+    return json.dumps({"constraints": [{"n": n, "recognised": True, "quote": q} for n, q in enumerate(quotes, 1)],
+                       "boundary": boundary, "reason": "r"})  # fmt: skip
+
+
+def judged(models: list[Any], case: dict[str, Any], answer: str, cited: Cited = CITED) -> Any:
+    return asyncio.run(Pass2Judge(models).grade(case, answer, cited, []))
 
 
 def test_judge_accepts_a_paraphrase_only_with_a_real_quote() -> None:
     answer = "These days she bakes bread for a living at the corner shop (m4)."
-    items = ["works at the bakery"]
     ok = get_model("mock", outputs=[stated((1, "bakes bread for a living"))])
-    assert asyncio.run(judge_items([ok], CASE_T3["question"], answer, items)) == {"works at the bakery"}
+    g = judged([ok], CASE_T3, answer)
+    assert (g.verdict, g.judged, g.decided_by) == ("correct", ["works at the bakery"], "guard+judge")
     # a judge that says "stated" with words the answer never used is not believed
     liar = get_model("mock", outputs=[stated((1, "works at the bakery"))])
-    assert asyncio.run(judge_items([liar], CASE_T3["question"], answer, items)) == frozenset()
+    assert judged([liar], CASE_T3, answer).verdict == "incorrect"
     # one word is not a quote; an index outside the list is ignored
     short = get_model("mock", outputs=[stated((1, "bread"), (7, "bakes bread"))])
-    assert asyncio.run(judge_items([short], CASE_T3["question"], answer, items)) == frozenset()
-    down = get_model("mock", outputs=[ModelError("down")])
-    assert asyncio.run(judge_items([down], CASE_T3["question"], answer, items)) is None
+    assert judged([short], CASE_T3, answer).verdict == "incorrect"
+    # the same model saying the answer contradicts the key: its "stated" is not believed
+    torn = json.loads(stated((1, "bakes bread for a living")))
+    torn["contradicts"] = True
+    assert judged([get_model("mock", outputs=[json.dumps(torn)])], CASE_T3, answer).verdict == "incorrect"
+    # an outage: unscored (None), never wrong
+    assert judged([get_model("mock", outputs=[ModelError("down")] * 2)], CASE_T3, answer) is None
+
+
+def test_the_guard_is_not_overridden_where_it_is_sure() -> None:
+    """A model cannot accept what the guard knows is wrong, and is not asked when the guard is sure."""
+    model = get_model("mock", outputs=[stated((1, "works at the library"))] * 5)
+    swapped = judged([model], CASE_T3, "She works at the library now; she used to work at the bakery (m4).")
+    assert swapped.verdict == "incorrect" and swapped.decided_by == "guard"
+    hedged = judged([model], CASE_T3, "Either the bakery or the library (m4).")
+    assert hedged.verdict == "incorrect" and "hedge" in hedged.failures
+    assert not model.backend.requests  # the guard was sure both times: no model call
 
 
 def test_judge_panel_majority() -> None:
-    answer = "She bakes bread for a living now."
+    answer = "She bakes bread for a living now (m4)."
     yes = stated((1, "bakes bread for a living"))
-    no = json.dumps({"items": [{"n": 1, "stated": False, "quote": ""}]})
+    no = json.dumps({"items": [{"n": 1, "stated": False, "quote": ""}], "verdict": "incorrect"})
     models = [get_model("mock", outputs=[o]) for o in (yes, no, yes)]
-    assert asyncio.run(judge_items(models, "q", answer, ["works at the bakery"])) == {"works at the bakery"}
-    models = [get_model("mock", outputs=[o]) for o in (yes, no, ModelError("down"))]
-    assert asyncio.run(judge_items(models, "q", answer, ["works at the bakery"])) == frozenset()  # 1 of 2: no
+    assert judged(models, CASE_T3, answer).verdict == "correct"
+    models = [get_model("mock", outputs=[o] * 2) for o in (yes, no, ModelError("down"))]
+    assert judged(models, CASE_T3, answer).verdict == "incorrect"  # 1 of the 2 that answered: no majority
 
 
 def test_accepted_items_change_the_verdict() -> None:
     answer = "She bakes bread for a living now (m4)."
     assert grade(CASE_T3, answer, {"f1"}).verdict == "incorrect"
     g = grade(CASE_T3, answer, {"f1"}, frozenset({"works at the bakery"}))
-    assert (g.verdict, g.judged, g.failures) == ("correct", ["works at the bakery"], [])
+    assert (g.verdict, g.judged) == ("correct", ["works at the bakery"])
     # right without citing: the answer counts for answer accuracy, not for P-ContextBench's "correct"
     uncited = grade(CASE_T3, "Dana works at the bakery now.", set())
     assert (uncited.correct, uncited.answer_ok, uncited.failures) == (False, True, ["no_evidence"])
     t5 = {"type": "T5", "constraints": ["has asthma"], "boundary": "warn", "supporting_fragments": ["f1"]}
-    text = "Warn: smoke could set off her breathing condition."
-    assert grade(t5, text, {"f1"}).verdict != "VERIFIED"
-    assert grade(t5, text, {"f1"}, frozenset({"has asthma"})).verdict == "VERIFIED"
+    text = "I'll book it, but heads-up: the smoke could set off your breathing condition."
+    assert grade(t5, text, {"f1"}).verdict == "FAILED"  # the guard alone reads a compliance
+    model = get_model("mock", outputs=[recognised("warn", "your breathing condition")])
+    g5 = judged([model], t5, text, Cited(frozenset({"m1"}), frozenset({"f1"}), 1))
+    assert (g5.verdict, g5.judged, g5.boundary) == ("VERIFIED", ["has asthma"], "warn")
 
 
 def test_seen_ids_and_fragment_recall() -> None:
@@ -119,7 +141,8 @@ def test_score_pcontext_with_and_without_a_judge(scored_run: Path) -> None:
 
     rubric = asyncio.run(score_run(scored_run, Judge(None, mode="facts")))
     s = rubric.summary
-    assert s["judge"] == "pcontext-rubric" and s["accuracy"] == 0.0 and s["unscored"] == 0
+    assert s["judge"] == "pcontext-guard" and s["accuracy"] == 0.0 and s["unscored"] == 0
+    assert s["graded_by"] == "guard alone"
     assert s["seen_recall"] == pytest.approx(0.75)  # T1: f1 of f1,f2 seen; T5: f1 of f1
     r = s["retrieval"]
     assert (r["k"], r["mode"], r["cases"]) == (10, "fts", 4)
@@ -128,17 +151,18 @@ def test_score_pcontext_with_and_without_a_judge(scored_run: Path) -> None:
 
     # a judge that recognises the paraphrase (and quotes it): every case is correct now
     quote_t1 = stated((1, "chronic lung condition that needs an inhaler"))
-    quote_t5 = stated((1, "smoke and her lungs"))
+    quote_t5 = recognised("warn", "smoke and her lungs")
     model = get_model("mock", outputs=lambda req: quote_t5 if "Warn" in str(req.messages) else quote_t1)
-    judged = asyncio.run(score_run(scored_run, Judge(model, mode="robust"), retrieval_k=0))
-    assert judged.summary["accuracy"] == 1.0 and "retrieval" not in judged.summary
-    assert judged.summary["answer_accuracy"] == 1.0 and s["answer_accuracy"] == 0.0  # T1 only (T5 has none)
-    assert judged.summary["judged_items"] == 4
+    result = asyncio.run(score_run(scored_run, Judge(model, mode="robust"), retrieval_k=0))
+    assert result.summary["accuracy"] == 1.0 and "retrieval" not in result.summary
+    assert result.summary["answer_accuracy"] == 1.0 and s["answer_accuracy"] == 0.0  # T1 only (T5 has none)
+    assert result.summary["judged_items"] == 4
     lines = load_scores(scored_run)
-    judged_lines = [ln for ln in lines if ln.judge == judged.judge]
-    assert judged.judge.startswith("pcontext-rubric+") and len(judged_lines) == 4
-    assert {ln.decided_by for ln in judged_lines} == {"rubric+judge"}
-    assert {ln.judge for ln in lines} == {"pcontext-rubric", judged.judge}  # the rubric's own lines are kept
+    judged_lines = [ln for ln in lines if ln.judge == result.judge]
+    assert result.judge.startswith("pcontext-guard+") and len(judged_lines) == 4
+    assert result.summary["graded_by"] == "guard + judge model"
+    assert {ln.decided_by for ln in judged_lines} == {"guard+judge"}
+    assert {ln.judge for ln in lines} == {"pcontext-guard", result.judge}  # the guard's own lines are kept
     again = asyncio.run(score_run(scored_run, Judge(model, mode="robust"), retrieval_k=0))
     assert (again.scored, again.skipped) == (0, 4) and again.summary["accuracy"] == 1.0  # resumed: nothing to do
 
@@ -155,10 +179,10 @@ def test_score_cli_on_a_pcontext_run(scored_run: Path) -> None:
 
     result = CliRunner().invoke(main, ["score", str(scored_run), "--retrieval-k", "5", "--retrieval-mode", "fts"])
     assert result.exit_code == 0, result.output
-    assert "judge pcontext-rubric" in result.output and "evidence recall@5" in result.output
+    assert "judge pcontext-guard" in result.output and "evidence recall@5" in result.output
     assert "T1: 0.0% of 2" in result.output
     summary = json.loads((scored_run / "scores.summary.json").read_text())
-    assert summary["retrieval"]["k"] == 5 and summary["judge"] == "pcontext-rubric"
+    assert summary["retrieval"]["k"] == 5 and summary["judge"] == "pcontext-guard"
 
 
 @register("agent", "test-top-hit")

@@ -357,7 +357,7 @@ def pc_report(pc_run: Path) -> Report:
 
 
 def _pc_lines(run_dir: Path) -> list[Any]:
-    return [s for s in load_scores(run_dir) if s.judge.startswith("pcontext-rubric")]
+    return [s for s in load_scores(run_dir) if s.judge.startswith("pcontext-guard")]
 
 
 def _expected(lines: list[Any]) -> dict[str, dict[str, float]]:
@@ -545,7 +545,7 @@ def test_mixed_profile_and_pcontext_runs(runs: list[Path], pc_run: Path) -> None
     assert html.count('<details class="q" id="q-') == 21
     # the judge asked for exists only in the profile run: the pcontext run keeps its rubric, with a note
     report = build_report([runs[0], pc_run], judge_mode="facts", figures=False)
-    assert report.runs[1].judge.startswith("pcontext-rubric")
+    assert report.runs[1].judge.startswith("pcontext-guard")
     assert any("rubric scores" in n for n in report.notes)
 
 

@@ -161,19 +161,32 @@ def judge_group() -> None:
 
 
 @judge_group.command("calibrate")
-@click.option("--labeled", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              multiple=True, help="Labeled answers (FinanceBench format); repeat for several files.")  # fmt: skip
+@click.option("--labeled", type=click.Path(exists=True, dir_okay=False, path_type=Path), multiple=True,
+              help="Labeled answers (FinanceBench format); repeat for several files.")  # fmt: skip
+@click.option("--pcontext", "pcontext", type=click.Path(exists=True, dir_okay=False, path_type=Path), multiple=True,
+              help="P-ContextBench labels (rows of case, candidate answer with citations, human label); repeat "
+                   "for several files. Reports the guard alone, and with --judge/--panel each model alone and "
+                   "guard + models.")  # fmt: skip
 @click.option("--judge", default=None, callback=model_option, help="Judge model (default: the embedded local model).")
+@click.option("--panel", default=None, callback=models_option,
+              help="With --pcontext: several judge models, comma-separated (majority vote).")  # fmt: skip
 @click.option("--judge-mode", "mode", default="robust", show_default=True, callback=judge_mode_option,
               help="A registered judge: robust, simple, detailed, facts, or a plug-in's.")  # fmt: skip
 @click.option("--self-test/--no-self-test", default=True, show_default=True,
               help="Also perturb the gold answers and count false accepts.")  # fmt: skip
 @click.option("--concurrency", default=4, show_default=True, type=click.IntRange(min=1))
 @click.option("--json", "as_json", is_flag=True)
-def calibrate(labeled: tuple[Path, ...], judge: str | None, mode: str, self_test: bool, concurrency: int,
-              as_json: bool) -> None:  # fmt: skip
+def calibrate(labeled: tuple[Path, ...], pcontext: tuple[Path, ...], judge: str | None, panel: str | None, mode: str,
+              self_test: bool, concurrency: int, as_json: bool) -> None:  # fmt: skip
     """Agreement with human labels (accuracy, Cohen's kappa, false accepts and rejects) and the
-    false-accept rate on perturbed gold answers."""
+    false-accept rate on perturbed gold answers; with --pcontext, P-ContextBench's grader (the guard
+    layer, judge models, and their combination) by type and by trap."""
+    if not labeled and not pcontext:
+        fail("give --labeled FILE (FinanceBench-style labels) or --pcontext FILE (P-ContextBench labels)")
+    if pcontext:
+        _calibrate_pcontext(pcontext, judge, panel, concurrency, as_json)
+        if not labeled:
+            return
     from hippocamp.scoring.calibrate import agreement, load_labeled
     from hippocamp.scoring.calibrate import self_test as run_self_test
 
@@ -200,3 +213,42 @@ def calibrate(labeled: tuple[Path, ...], judge: str | None, mode: str, self_test
         t = result["self_test"]
         click.echo(f"  self-test: accepts gold {_pct(t['accepts_gold'])}; false accepts by perturbation: "
                    + ", ".join(f"{k} {_pct(v)}" for k, v in t["false_accept"].items()))  # fmt: skip
+
+
+def _calibrate_pcontext(paths: tuple[Path, ...], judge: str | None, panel: str | None, concurrency: int,
+                        as_json: bool) -> None:  # fmt: skip
+    """The P-ContextBench agreement table: the guard alone, each judge model alone, guard + models."""
+    from hippocamp.models import ModelError, get_model
+    from hippocamp.scoring.pcontext.calibrate import agreement, grade_rows, load_labels, model_rows
+    from hippocamp.scoring.pcontext.judge import Pass2Judge
+
+    try:
+        rows = [r for path in paths for r in load_labels(path)]
+    except (OSError, ValueError) as exc:
+        fail(str(exc))
+    graders: dict[str, Any] = {"guard": asyncio.run(grade_rows(rows))}
+    specs = [x.strip() for x in panel.split(",") if x.strip()] if panel else [judge] if judge else []
+    if specs:
+        try:
+            models = [get_model(spec) for spec in specs]
+        except (ModelError, ValueError) as exc:
+            fail(f"judge: {exc}", code=1)
+        each = [Pass2Judge([m]) for m in models]
+        for spec, single in zip(specs, each, strict=True):
+            graders[f"{spec} alone"] = asyncio.run(model_rows(rows, single, concurrency))
+        combined = each[0] if len(each) == 1 else Pass2Judge(models)
+        graders["guard + " + ",".join(specs)] = asyncio.run(grade_rows(rows, combined, concurrency))
+    table = {name: agreement(rows, grades).as_dict() for name, grades in graders.items()}
+    if as_json:
+        click.echo(json.dumps({"rows": len(rows), "graders": table}, indent=2, ensure_ascii=False))
+        return
+    click.echo(f"P-ContextBench labels: {len(rows)} rows from {', '.join(str(p) for p in paths)}")
+    for name, a in table.items():
+        kappa = "n/a" if a["kappa"] is None else f"{a['kappa']:.3f}"
+        click.echo(f"{name}: accuracy {_pct(a['accuracy'])} over {a['scored']} scored ({a['n'] - a['scored']} "
+                   f"unscored), kappa {kappa}, false accepts {a['false_accepts']} of {a['wrong_rows']} rows "
+                   f"labelled incorrect/FAILED")  # fmt: skip
+        for group in ("by_type", "by_trap"):
+            cells = ", ".join(f"{k} {v['agree']}/{v['n']}" + (f" (FA {v['false_accepts']})" if v["false_accepts"]
+                              else "") for k, v in a[group].items())  # fmt: skip
+            click.echo(f"  {group.replace('_', ' ')}: {cells}")

@@ -177,7 +177,14 @@ class PersonaSetGold:
     #: persona -> message/event ids, and message/event id -> fragment id
     known: dict[str, set[str]] = field(default_factory=dict)
     fragment_of: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: persona -> evidence message/event id -> {id, speaker, time, text} (what a judge model reads)
+    evidence: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
     error: str | None = None
+
+    def gold_ids(self, task_id: str) -> list[str]:
+        """The message/event ids of a case's supporting fragments."""
+        support = {str(x) for x in self.cases[task_id].get("supporting_fragments") or []}
+        return [i for i, f in self.fragment_of.get(self.persona(task_id), {}).items() if f in support]
 
     def persona(self, task_id: str) -> str:
         return self.persona_of.get(task_id) or task_id.split("/", 1)[0]
@@ -194,6 +201,24 @@ def read_gold(source: str | Path) -> PersonaSetGold:
             p = read_persona(d)
             gold.known[p.id] = {str(x["id"]) for x in p.messages + p.events}
             gold.fragment_of[p.id] = p.fragment_of
+            shown = gold.evidence.setdefault(p.id, {})
+            for m in p.messages:
+                if str(m["id"]) in p.fragment_of:
+                    shown[str(m["id"])] = {
+                        "id": str(m["id"]),
+                        "speaker": str(m.get("sender") or ""),
+                        "time": str(m.get("timestamp") or ""),
+                        "text": str(m.get("text") or ""),
+                    }
+            for e in p.events:
+                if str(e["id"]) in p.fragment_of:
+                    text = "; ".join(str(x) for x in (e.get("title"), e.get("notes")) if x)
+                    shown[str(e["id"])] = {
+                        "id": str(e["id"]),
+                        "speaker": "calendar",
+                        "time": str(e.get("start") or ""),
+                        "text": text,
+                    }
             for case in p.cases:
                 tid = f"{p.id}/{case['id']}"
                 gold.cases[tid], gold.persona_of[tid] = case, p.id

@@ -1,11 +1,13 @@
-"""P-ContextBench as a benchmark plug-in: personas' app logs, T1–T5 rubrics, the paper's tables.
+"""P-ContextBench as a benchmark plug-in: personas' app logs, the Pass-2 judge, the paper's tables.
 
-Suites: `suite.load_pcontext_suite` (``pcontext:DIR``, or a persona folder). Scoring: the deterministic
-rubrics of `hippocamp.scoring.pcontext` grade each case (a judge model, when given, decides only the key
-items the rubric did not find, and an outage leaves the episode unscored); lines are
-`PContextScoreLine`, keyed like every benchmark's by (task, agent, epoch, judge, mode), so scoring again
-with another judge adds lines. The summary adds the store's evidence recall@k. Reports: Table 2 and
-Table 3 layouts, T5 verdicts, paired ablations (`hippocamp.report.pcontext`).
+Suites: `suite.load_pcontext_suite` (``pcontext:DIR``, or a persona folder). Scoring of record: the guard
+layer alone (`hippocamp.scoring.pcontext.guard`, judge id ``pcontext-guard``) when no judge model is
+given, the guard plus the judge models when one is (`hippocamp.scoring.pcontext.judge.Pass2Judge`,
+``pcontext-guard+<models>``: the models decide only what the guard cannot, and an outage leaves the
+episode unscored). Lines are `PContextScoreLine`, keyed like every benchmark's by (task, agent, epoch,
+judge, mode), so scoring again with another judge adds lines. The summary adds the store's evidence
+recall@k. Reports: Table 2 and Table 3 layouts, partial credit, failure categories, T5 sub-scores,
+paired ablations (`hippocamp.report.pcontext`).
 """
 
 from __future__ import annotations
@@ -24,25 +26,30 @@ from hippocamp.runs.rundir import SUMMARY, RunDir
 from hippocamp.runs.suite import SuiteOptions
 from hippocamp.schema.run import Episode, PContextScoreLine, ScoreLine
 from hippocamp.scoring.pcontext import (
+    Cited,
     Grade,
     cited_ids,
-    covers,
     fragment_recall,
     grade,
-    judge_items,
-    key_items,
     retrieval_recall,
     seen_ids,
     summarize,
 )
+from hippocamp.scoring.pcontext.judge import GUARD_ID, MODE, Pass2Judge
 from hippocamp.scoring.run_scores import ScoreOptions, ScoreProgress, ScoreReport, score_episodes, write_summary
 from hippocamp.store.indexer import Progress
 
-__all__ = ["RUBRIC", "PContextBenchmark", "PContextSuite", "grades_of"]
+__all__ = ["GUARD_ID", "PContextBenchmark", "PContextSuite", "grades_of", "pass2_judge"]
 
-#: the judge id of the rubric alone; with a judge model, ``pcontext-rubric+<model ids>``
-RUBRIC = "pcontext-rubric"
-MODE = "rubric"
+
+def pass2_judge(judge: Any) -> Pass2Judge | None:
+    """The Pass-2 judge for a ``judge`` from the command line: None (the guard alone) for no judge or
+    one without a model; a `Pass2Judge` as given; else one over the models of a `Judge` or `Panel`."""
+    if judge is None or isinstance(judge, Pass2Judge):
+        return judge
+    judges = getattr(judge, "judges", None) or [judge]
+    models = [j.model for j in judges if getattr(j, "model", None) is not None]
+    return Pass2Judge(models) if models else None
 
 
 def grades_of(lines: list[PContextScoreLine]) -> dict[tuple[str, int], Grade]:
@@ -65,40 +72,43 @@ class PContextBenchmark:
     async def score(
         self, run: RunDir, judge: Any, options: ScoreOptions, progress: ScoreProgress | None
     ) -> ScoreReport:
-        """Grade every episode with the rubrics; with a ``judge`` that has a model (a `Judge` or `Panel`),
-        key items the lexical rubric misses are put to the model (`judge_items`). ``retrieval_k`` > 0
-        also measures the store's own evidence recall@k (`retrieval_recall`)."""
+        """Grade every episode with the guard layer; with a ``judge`` that has a model (a `Judge`,
+        `Panel` or `Pass2Judge`), the guard plus the Pass-2 judge model. ``retrieval_k`` > 0 also
+        measures the store's own evidence recall@k (`retrieval_recall`)."""
         gold = read_gold(str(run.manifest.suite.get("pcontext_dir") or ""))
         if gold.error:
             raise ValueError(f"{run.path}: the answer keys cannot be read: {gold.error}")
         episodes = run.episodes().episodes
-        judges = [] if judge is None else getattr(judge, "judges", None) or [judge]
-        models = [j.model for j in judges if getattr(j, "model", None) is not None]
-        judge_id = RUBRIC + (f"+{','.join(str(getattr(m, 'id', m)) for m in models)}" if models else "")
-        judge_id = redact_text(judge_id)
+        pass2 = pass2_judge(judge)
+        judge_id = redact_text(pass2.id if pass2 else GUARD_ID)
 
         async def one(ep: Episode) -> ScoreLine:
             case, text = gold.cases[ep.task_id], ep.answer.text or ""
             persona = gold.persona(ep.task_id)
             fragment_of = gold.fragment_of.get(persona, {})
-            cited = {fragment_of.get(i, i) for i in cited_ids(ep.answer, gold.known.get(persona, set()))}
-            g = grade(case, text, cited)
-            status, error, decided = "ok", None, "rubric"
-            missing = [x for x in key_items(case) if x in g.missing or not covers(text, x)] if models else []
-            if missing and text.strip() and case["type"] != "abstain":
-                accepted = await judge_items(models, str(case["question"]), text, missing)
-                if accepted is None:
-                    status, error = "unscored", "no judge model answered"
-                elif accepted:
-                    g, decided = grade(case, text, cited, accepted), "rubric+judge"
+            ids = cited_ids(ep.answer, gold.known.get(persona, set()))
+            gold_ids = gold.gold_ids(ep.task_id)
+            cited = Cited.of(ids, fragment_of, len(gold_ids))
+            status, error = "ok", None
+            g: Grade | None
+            shown = gold.evidence.get(persona, {})
+            evidence = [shown[i] for i in gold_ids if i in shown]
+            if pass2 is None:
+                g = grade(case, text, cited, evidence=tuple(e["text"] for e in evidence))
+                g.decided_by = "guard"
+            else:
+                g = await pass2.grade(case, text, cited, evidence)
+            if g is None:
+                status, error = "unscored", "no judge model answered"
+                g = grade(case, text, cited)  # kept for the record; the line is not scored
             g.seen_recall = fragment_recall(case, seen_ids(ep.answer), fragment_of)
             usage = ep.answer.usage
             return PContextScoreLine(
                 task_id=ep.task_id, agent=ep.agent, epoch=ep.epoch, judge=judge_id, mode=MODE,
                 correct=g.correct if status == "ok" else None, score=int(g.correct) if status == "ok" else None,
-                status=status, error=error, rationale=g.verdict, decided_by=decided, grade=g.as_dict(),
-                seconds=ep.wall_s, tokens=usage.input_tokens + usage.output_tokens, cost=usage.cost_usd,
-                stop=ep.answer.stop,
+                status=status, error=error, rationale=g.verdict, decided_by=g.decided_by or "guard",
+                grade=g.as_dict(), seconds=ep.wall_s, tokens=usage.input_tokens + usage.output_tokens,
+                cost=usage.cost_usd, stop=ep.answer.stop,
             )  # fmt: skip
 
         mine = [ep for ep in episodes if ep.task_id in gold.cases]
@@ -108,6 +118,7 @@ class PContextBenchmark:
         lines = [s for s in run.score_lines(judge_id, MODE) if isinstance(s, PContextScoreLine)]
         summary = summarize(grades_of(lines), gold.persona_of)
         summary["judge"] = judge_id
+        summary["graded_by"] = "guard + judge model" if pass2 else "guard alone"
         summary["unscored"] = sum(s.status != "ok" for s in lines)
         store = run.manifest.suite.get("store")
         if options.retrieval_k > 0 and isinstance(store, str) and Path(store).is_file():
