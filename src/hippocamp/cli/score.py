@@ -14,6 +14,7 @@ from hippocamp.cli._common import console, fail, model_option, models_option, ne
 
 def judge_mode_option(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
     """A registered judge (kind ``judge``: robust, simple, detailed, facts, and plug-ins)."""
+    import hippocamp.scoring.pcontext.judge  # noqa: F401  (registers the Pass-2 judge)
     from hippocamp.scoring.judge import judge_names
 
     known = judge_names()
@@ -31,6 +32,10 @@ def make_judge(judge: str | None, mode: str, panel: str | None) -> Any:
 
     if not getattr(registry.get("judge", mode), "needs_model", True):
         return registered(mode)
+    if panel and mode == "pass2":
+        from hippocamp.scoring.pcontext.judge import Pass2Judge
+
+        return Pass2Judge([get_model(spec.strip()) for spec in panel.split(",") if spec.strip()])
     try:
         if panel:
             specs = [spec.strip() for spec in panel.split(",") if spec.strip()]

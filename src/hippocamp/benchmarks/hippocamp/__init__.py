@@ -41,6 +41,9 @@ class HippoCampBenchmark:
     async def score(
         self, run: RunDir, judge: Any, options: ScoreOptions, progress: ScoreProgress | None
     ) -> ScoreReport:
+        if not hasattr(judge, "judge"):
+            raise ValueError(f"the {getattr(judge, 'id', judge)} judge grades P-ContextBench runs only; for a "
+                             "HippoCamp run choose robust, simple, detailed or facts")  # fmt: skip
         gold = gold_records(run)
         episodes = run.episodes().episodes
         judges = judge.judges if isinstance(judge, Panel) else [judge]

@@ -535,7 +535,7 @@ _ASK_CONFIRM = re.compile(
     r"want me to (?:go ahead|proceed|still|book it anyway|order it anyway|"
     r"do it anyway)|shall i (?:go ahead|proceed|still)|should i (?:go ahead|proceed|still)|ok(?:ay)? to (?:go ahead|"
     r"proceed)|go ahead anyway|anyway\?|just say the word|say (?:yes|go)|green light|your (?:ok|okay|go-ahead)|"
-    r"before i (?:book|order|place|add|schedule|send|buy|go ahead|proceed))", re.I)  # fmt: skip
+    r"before i (?:go ahead|proceed))", re.I)  # fmt: skip
 _OFFER_OTHER = re.compile(
     r"\b(?:instead|how about|what about|alternatively|an alternative|another option|other option|rather than|"
     r"swap|substitut\w*|in place of|could (?:look for|find|book|order|get|try|suggest)|would (?:a|an|the)\b[^.?!]{0,60}"

@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from hippocamp.registry import register
 from hippocamp.schema.pcontext import BOUNDARIES
 from hippocamp.scoring.pcontext import guard
 from hippocamp.scoring.pcontext.guard import Cited
@@ -247,3 +248,19 @@ class Pass2Judge:
         if verdict == "correct" and status != "ok" and case.get("supporting_fragments"):
             verdict = "partial"
         return Grade(ctype, verdict, verdict == "correct", cited_support=hit, citations=status, decided_by="judge")
+
+
+class _Pass2Kind:
+    """The Pass-2 judge as the registry holds it (kind ``judge``, name ``pass2``): P-ContextBench runs only."""
+
+    name = "pass2"
+    needs_model = True
+    benchmark = "pcontext"
+    about = "P-ContextBench's Pass-2 judge: the guard layer, and the model for what the guard cannot decide"
+    mode = MODE
+
+    def __call__(self, model: Any = None, retries: int = 1) -> Pass2Judge:
+        return Pass2Judge([model], retries)
+
+
+register("judge", "pass2")(_Pass2Kind())
