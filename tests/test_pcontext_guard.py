@@ -190,3 +190,23 @@ def test_calibrate_cli_reports_guard_model_and_combination(tmp_path: Path) -> No
     assert table["guard"]["scored"] == table["guard"]["n"]
     missing = CliRunner().invoke(main, ["judge", "calibrate"])
     assert missing.exit_code == 2 and "--pcontext" in missing.output
+
+
+def test_every_template_persona_answer_key_grades_correct_against_itself(tmp_path: Path) -> None:
+    """The guard reads the generator's own T1–T4 keys (lists, T3 states, T4 conclusions with their mechanism)
+    as correct, with the supporting messages cited: no key trips a negation, hedge or state-order rule."""
+    from hippocamp.perceive.applog import read_gold
+    from hippocamp.synth.personas import SetConfig, run_set
+
+    run_set(SetConfig(out=tmp_path / "set", n=3, seed=11))
+    gold = read_gold(tmp_path / "set")
+    checked = 0
+    for tid, case in gold.cases.items():
+        if case["type"] not in ("T1", "T2", "T3", "T4"):
+            continue
+        ids = gold.gold_ids(tid)
+        cited = Cited.of(ids[:3], gold.fragment_of[gold.persona(tid)], len(ids))
+        g = grade(case, str(case["answer"]), cited)
+        assert g.verdict == "correct", (tid, case["answer"], g.failures)
+        checked += 1
+    assert checked >= 3 * 30

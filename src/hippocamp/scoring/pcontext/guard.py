@@ -94,6 +94,8 @@ def citation_status(case: dict[str, Any], cited: Cited) -> tuple[CitationStatus,
     """The citations' status and the supporting units they reach."""
     support = [str(x) for x in case.get("supporting_fragments") or []]
     hit = [s for s in support if s in cited.units]
+    if not support:  # nothing to ground (an abstention, a case without evidence): only flooding counts
+        return ("indiscriminate" if len(cited.ids) > indiscriminate_limit(cited.gold_ids) else "ok"), hit
     if not cited.ids:
         return "missing", hit
     gold = cited.gold_ids or len(support)
@@ -211,27 +213,37 @@ def _split_key(key: str) -> list[str]:
     return [re.sub(r"^(?:and|or)\s+", "", p) for p in parts]
 
 
+def _key_items(key: str, ctype: str, split: bool = True) -> list[Item]:
+    """The items of one key text: a yes/no verdict, else (T4) the verdict before ";", else (``split``)
+    every comma-separated item."""
+    key = key.strip()
+    if polarity(key) or re.match(r"^\W*(?:likely|probably)\W+(?:yes|no)\b", key, re.I):
+        return [Item("no" if re.search(r"\bno\b", key.split(";")[0].split(",")[0], re.I) else "yes", "polarity")]
+    if ctype == "T4" and ";" in key:
+        key = key.split(";", 1)[0]
+    if not split or _facts(key).dates or relative_days(key):
+        return [Item(key)]
+    return [Item(p) for p in _split_key(key)] or [Item(key)]
+
+
 def required_items(case: dict[str, Any]) -> list[Item]:
     """What the answer must state. A persona case: its labels, the T3 current state, the T4
-    conclusion. A LoCoMo-style key (``answer_key``): a yes/no verdict, else the verdict before ";", else
+    conclusion (a T4 label without a conclusion, as LoCoMo's, is read as a key: "Likely no; ..." needs the
+    verdict). A LoCoMo-style key (``answer_key``): a yes/no verdict, else the verdict before ";", else
     every comma-separated item."""
     ctype = str(case.get("type"))
     if case.get("labels") is not None and not case.get("answer_key"):
-        items = [Item(str(x)) for x in case.get("labels") or []]
+        labels = [str(x) for x in case.get("labels") or []]
+        if ctype == "T4" and not case.get("conclusion"):
+            return [i for label in labels for i in _key_items(label, ctype, split=False)]
+        items = [Item(x) for x in labels]
         if ctype == "T3" and case.get("current_state"):
             items = [i for i in items if i.text != str(case["current_state"])]
             items.append(Item(str(case["current_state"]), "current"))
         if ctype == "T4" and case.get("conclusion"):
             items.append(Item(str(case["conclusion"]), "conclusion"))
         return items
-    key = str(case.get("answer_key") or "").strip()
-    if polarity(key) or re.match(r"^\W*(?:likely|probably)\W+(?:yes|no)\b", key, re.I):
-        return [Item("no" if re.search(r"\bno\b", key.split(";")[0].split(",")[0], re.I) else "yes", "polarity")]
-    if ctype == "T4" and ";" in key:
-        key = key.split(";", 1)[0]
-    if _facts(key).dates or relative_days(key):
-        return [Item(key)]
-    return [Item(p) for p in _split_key(key)] or [Item(key)]
+    return _key_items(str(case.get("answer_key") or ""), ctype)
 
 
 # -- the assessment of T1–T4 and abstention ---------------------------------------------------------------
@@ -323,7 +335,8 @@ def _negated_in(item: str, answer: str) -> bool:
                 continue
             first = next((i for i, w in enumerate(re.findall(r"[a-z0-9'’]+", clause.lower()))
                           if any(_same_word(k, w) for k in want)), None)  # fmt: skip
-            head = " ".join(re.findall(r"[a-z0-9'’]+", clause.lower())[: first or 0])
+            tokens = re.findall(r"[a-z0-9'’]+", clause.lower())
+            head = " ".join(tokens[max(0, (first or 0) - 4) : first or 0])  # a negation just before the item
             if _NEGATED.search(head):
                 return True
             if n + 1 < len(clauses) and re.match(r"^\W*not\b", clauses[n + 1], re.I):
