@@ -1,5 +1,6 @@
 """Agents on LoCoMo (../shared/data/locomo-dev, when present): answer accuracy by question category of
-`rag` and `evidence` with the strongest local model, scored by the P-ContextBench rubrics.
+`rag` and `evidence` with the strongest local model, scored by the P-ContextBench guard layer (with
+--judge, guard + the Pass-2 judge model).
 
     .venv/bin/python bench/locomo_agents.py [--per-type 8] [--agents rag,evidence]
         [--model local:qwen2.5-coder-1.5b] [--judge MODEL] [--out /tmp/hc-bench-locomo]
@@ -7,8 +8,8 @@
 Imports the dev slice into --out/personas (`hippocamp import locomo`), indexes it (BM25 + the default
 embedder), runs each agent over a stratified sample of --per-type cases of each category into its own
 resumable run directory (--out/AGENT, the same as `hippocamp run --suite pcontext:OUT/personas --agent
-AGENT --per-type K --concurrency 1 --out OUT/AGENT --store OUT/store.sqlite`), scores it (rubrics; with
---judge a model also decides paraphrased key items) and prints one table by category.
+AGENT --per-type K --concurrency 1 --out OUT/AGENT --store OUT/store.sqlite`), scores it (the guard
+layer; with --judge a model also decides what the guard cannot) and prints one table by category.
 
 "answer" is the answer alone (LoCoMo's measure: the gold label is covered, citations aside);
 "correct" is P-ContextBench's, which also needs a cited supporting message; "cited" the share of the
@@ -70,7 +71,7 @@ def main() -> None:
                           "wall_s": round(time.perf_counter() - t0, 1), **rows["all"]}), file=sys.stderr)  # fmt: skip
     suite.close()
     types = [t for t in CATEGORY if any(t in rows for rows in tables.values())]
-    scorer = f"rubric + {args.judge}" if args.judge else "rubric"
+    scorer = f"guard + {args.judge}" if args.judge else "guard"
     print(f"\nLoCoMo dev, {args.per_type} cases per category, model {args.model}, {scorer}: answer accuracy "
           "(correct with a cited message)\n")  # fmt: skip
     print("| agent | " + " | ".join(CATEGORY[t] for t in types) + " | all | cited | seen | median s |")

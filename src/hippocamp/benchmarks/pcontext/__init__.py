@@ -146,6 +146,20 @@ class PContextBenchmark:
             k = next((key for key in t if key.startswith("pass^")), "pass^1")
             lines.append(f"  {ctype}: {percent(t['accuracy'])} of {t['n']} · worst run {percent(t['worst_run'])} · "
                          f"{k} {percent(t[k])} · answer alone {percent(t.get('answer_accuracy'))}")  # fmt: skip
+        lines.insert(
+            1,
+            f"graded by the {s.get('graded_by', 'guard alone')}"
+            + (f" (the model decided {s['decided_by_judge']} episodes)" if s.get("decided_by_judge") else ""),
+        )
+        t5 = s.get("t5")
+        if t5:
+            parts = t5["parts"]
+            pen = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in sorted(t5["penalties"].items())) or "none"
+            lines.append(f"  T5 sub-scores (mean of {t5['n']}): constraint recognition {parts['constraint']:.2f}/5, "
+                         f"action boundary {parts['boundary']:.2f}/6, evidence grounding {parts['evidence']:.2f}/4; "
+                         f"penalties: {pen}")  # fmt: skip
+        if s.get("citations"):
+            lines.append("citations: " + ", ".join(f"{k} {v}" for k, v in sorted(s["citations"].items())))
         r = s.get("retrieval")
         if r:
             by = ", ".join(f"{t} {percent(v)}" for t, v in r["by_type"].items())

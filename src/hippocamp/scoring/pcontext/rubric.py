@@ -315,6 +315,17 @@ def summarize(grades: dict[tuple[str, int], Grade], persona_of: dict[str, str]) 
     seen = [g.seen_recall for g in everything if g.seen_recall is not None]
     out["seen_recall"] = sum(seen) / len(seen) if seen else None
     out["judged_items"] = sum(len(g.judged) for g in everything)
+    out["decided_by_judge"] = sum(g.decided_by == "guard+judge" for g in everything)
+    out["citations"] = dict(Counter(g.citations for g in everything if g.citations))
+    t5 = [g for g in everything if g.type == "T5" and g.parts]
+    if t5:
+        out["t5"] = {
+            "n": len(t5), "mean_score": sum(g.score or 0.0 for g in t5) / len(t5),
+            "parts": {p: sum(g.parts.get(p, 0.0) for g in t5) / len(t5)
+                      for p in ("constraint", "boundary", "evidence")},
+            "penalties": dict(Counter(k[1:] for g in t5 for k in g.parts if k.startswith("-"))),
+            "boundaries": dict(Counter(f"{g.expected_boundary}->{g.boundary or 'none'}" for g in t5)),
+        }  # fmt: skip
     low: dict[str, list[bool]] = defaultdict(list)
     high: dict[str, list[bool]] = defaultdict(list)
     for (t, _), g in grades.items():
