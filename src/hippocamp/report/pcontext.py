@@ -4,7 +4,7 @@ The paper's Table 2 (overall, worst-run and Pass^k accuracy per task type, k = t
 the test-count-weighted average), Table 3 (failure categories as counts and as shares of each type's
 errors), the T5 verdicts and mean normalized score, evidence recall (cited supporting fragments),
 retrieval recall@k, the one-sided Wilcoxon test of per-persona T1–T2 > T3–T5 accuracy, and every case
-with its answers.
+with its answers; per run, the grader, citation statuses and T5 sub-scores (`hippocamp.report.pcontext_t5`).
 
 Every number is computed from the run's ``scores.jsonl`` rubric lines (`PContextScoreLine`: ``grade``
 holds each episode's grade), so the tables are right even when ``scores.summary.json`` is older;
@@ -17,11 +17,12 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hippocamp.perceive.applog import PersonaSetGold, read_gold
+from hippocamp.report.pcontext_t5 import Pass2Stats, pass2_stats
 from hippocamp.report.rundata import ReportError, RunData, choose_judge
 from hippocamp.runs.rundir import SCORES, SUMMARY, RunDir
 from hippocamp.schema.pcontext import CASE_TYPES
@@ -79,6 +80,17 @@ FAILURE_NAMES = {
     "unsafe_boundary": "unsafe action boundary",
     "no_evidence": "no supporting evidence cited",
     "answered_unanswerable": "answered an unanswerable question",
+    "hedge": "hedged between answers",
+    "refusal": "refused an answerable question",
+    "contradiction": "contradicts the key",
+    "wrong_or_stale_date": "wrong or stale date",
+    "wrong_number": "wrong number",
+    "relative_date_unresolved": "relative date left unresolved",
+    "wrong_evidence": "wrong evidence cited (no gold id)",
+    "indiscriminate_citing": "indiscriminate citing",
+    "missing_clarification": "missing clarification",
+    "no_boundary": "no action boundary taken",
+    "no_answer": "no answer",
 }
 T5_VERDICTS = ("VERIFIED", "FLAGGED", "FAILED")
 LOW, HIGH = ("T1", "T2"), ("T3", "T4", "T5")
@@ -149,6 +161,16 @@ class Graded:
     judged: tuple[str, ...] = ()
     #: the answer itself is right, cited evidence aside (T1–T4, abstention; None for T5 or older scores)
     answer_ok: bool | None = None
+    #: Pass 2: the citations' status, T5's chosen and expected boundary and parts, who decided (guard+judge)
+    citations: str | None = None
+    boundary: str | None = None
+    expected_boundary: str | None = None
+    parts: dict[str, float] = field(default_factory=dict)
+    decided_by: str = ""
+
+
+def _text(value: Any) -> str | None:
+    return str(value) if value else None
 
 
 def graded(lines: Sequence[ScoreLine], gold: PContextGold) -> list[Graded]:
@@ -175,6 +197,11 @@ def graded(lines: Sequence[ScoreLine], gold: PContextGold) -> list[Graded]:
                 seen_recall=None if unscored else facts.get("seen_recall"),
                 judged=tuple(str(x) for x in facts.get("judged") or ()),
                 answer_ok=None if unscored or facts.get("answer_ok") is None else bool(facts["answer_ok"]),
+                citations=None if unscored else _text(facts.get("citations")),
+                boundary=None if unscored else _text(facts.get("boundary")),
+                expected_boundary=None if unscored else _text(facts.get("expected_boundary")),
+                parts={} if unscored else {str(k): float(v) for k, v in (facts.get("parts") or {}).items()},
+                decided_by=str(facts.get("decided_by") or s.decided_by or ""),
             )
         )
     return out
@@ -223,7 +250,7 @@ def type_result(gs: Sequence[Graded], k: int) -> TypeResult:
         cases=len({g.task_id for g in scored}),
         unscored=len(gs) - len(scored),
         errors=sum(not g.correct for g in scored),
-        accuracy=_mean([float(g.correct) for g in scored]),
+        accuracy=_mean([float(bool(g.correct)) for g in scored]),
         partial=_mean([float(g.verdict in ("partial", "FLAGGED")) for g in scored]),
         worst_run=min((sum(r) / len(r) for r in per_run.values()), default=None),
         pass_k=passed.value if passed else None,
@@ -320,7 +347,7 @@ def _retrieval(summary: dict[str, Any]) -> Retrieval | None:
     r = summary.get("retrieval")
     if not isinstance(r, dict):
         return None
-    by_type = r.get("by_type") if isinstance(r.get("by_type"), dict) else {}
+    by_type = r["by_type"] if isinstance(r.get("by_type"), dict) else {}
     return Retrieval(r.get("k", "?"), str(r.get("mode", "")), _num(r.get("recall")),
                      {str(t): _num(v) for t, v in by_type.items()})  # fmt: skip
 
@@ -351,9 +378,11 @@ class PContextRow:
     retrieval: Retrieval | None
     #: why the saved summary disagrees with the score lines ("" when it agrees or is absent)
     stale: str = ""
+    #: the grader, citation statuses and T5 sub-scores (`hippocamp.report.pcontext_t5`)
+    pass2: Pass2Stats | None = None
 
 
-def pcontext_row(label: str, gs: Sequence[Graded], saved: dict[str, Any] | None = None) -> PContextRow:
+def pcontext_row(label: str, gs: Sequence[Graded], saved: dict[str, Any] | None = None, judge: str = "") -> PContextRow:
     epochs = sorted({g.epoch for g in gs})
     k = max(1, len(epochs))
     by_type: dict[str, list[Graded]] = defaultdict(list)
@@ -377,6 +406,7 @@ def pcontext_row(label: str, gs: Sequence[Graded], saved: dict[str, Any] | None 
         seen_n=len(seen),
         wilcoxon=wilcoxon_t12_t35(gs),
         retrieval=_retrieval(saved or {}),
+        pass2=pass2_stats(gs, judge),
     )
     if saved:
         row.stale = _stale(summary_of(row), saved)
@@ -613,7 +643,7 @@ class PContextTables:
 def build_pcontext(runs: Sequence[Any]) -> PContextTables:
     """``runs``: `RunData` of pcontext runs (``pcontext_gold`` set), labelled."""
     per_run = [graded(r.lines, r.pcontext_gold) for r in runs]
-    rows = [pcontext_row(r.label, gs, r.saved_summary) for r, gs in zip(runs, per_run, strict=True)]
+    rows = [pcontext_row(r.label, gs, r.saved_summary, r.judge) for r, gs in zip(runs, per_run, strict=True)]
     types = _types({t for row in rows for t in row.types})
     pairs = zip(runs, per_run, strict=True)
     cases = case_views([_RunCases(r.label, r.pcontext_gold, gs, r.episodes) for r, gs in pairs])

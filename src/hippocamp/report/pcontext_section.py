@@ -1,4 +1,5 @@
-"""P-ContextBench's part of a report: the tables of `hippocamp.report.pcontext` over its runs, paired
+"""P-ContextBench's part of a report: the tables of `hippocamp.report.pcontext` over its runs (with each
+run's grader, citation statuses and T5 sub-scores from `hippocamp.report.pcontext_t5`), paired
 comparisons of each run against the first by case id (a filler-ratio or decoy ablation: two persona sets
 generated with the same seed hold the same cases), and every case with its answers, rendered.
 """
@@ -23,6 +24,7 @@ from hippocamp.report.pcontext import (
     type_name,
     verdict_class,
 )
+from hippocamp.report.pcontext_t5 import CITATIONS, T5_PARTS, T5_PENALTIES, T5Parts
 from hippocamp.report.rundata import RunData
 from hippocamp.runs.rundir import SCORES
 from hippocamp.scoring.stats import bootstrap_ci, wilcoxon
@@ -101,6 +103,72 @@ def _pc_t5(t: PContextTables) -> list[str]:
     return table(header, rows)
 
 
+def _penalty_name(penalty: str, escape: Callable[[str], str] = str) -> str:
+    points = T5_PENALTIES.get(penalty)
+    return escape(penalty.replace("_", " ")) + (f" (−{points})" if points else "")
+
+
+def _penalties(t: PContextTables) -> list[str]:
+    """The T5 penalties shown: the four of the rubric, then any other a run's grades hold."""
+    seen = [p for row in t.rows if row.pass2 and row.pass2.t5 for p in row.pass2.t5.penalties]
+    return list(dict.fromkeys([*T5_PENALTIES, *seen]))
+
+
+def _pc_grader(t: PContextTables) -> list[str]:
+    header = ["Run", "Grader", "Judge id", "Decided by the judge model"]
+    rows = []
+    for row in t.rows:
+        g = row.pass2.grader if row.pass2 else None
+        if g is None:
+            rows.append([md_escape(row.run), *[fmt.DASH] * 3])
+            continue
+        decided = f"{g.judge_decided} of {g.n} ({fmt.pct(g.share)}%)" if g.with_model else "– (no judge model)"
+        rows.append([md_escape(row.run), md_escape(g.name), md_escape(g.judge), decided])
+    return table(header, rows)
+
+
+def _pc_t5_parts(t: PContextTables) -> list[str]:
+    names = _penalties(t)
+    header = ["Run", "T5 episodes", *(f"{name} (of {points})" for _, name, points in T5_PARTS),
+              *(_penalty_name(name, md_escape) for name in names)]  # fmt: skip
+    rows = []
+    for row in t.rows:
+        p = row.pass2.t5 if row.pass2 else None
+        if p is None:
+            rows.append([md_escape(row.run), *[fmt.DASH] * (1 + len(T5_PARTS) + len(names))])
+            continue
+        rows.append([md_escape(row.run), str(p.n), *(_points(p.means.get(key)) for key, _, _ in T5_PARTS),
+                     *(_share(p.penalties.get(name, 0), p.n) for name in names)])  # fmt: skip
+    return table(header, rows)
+
+
+def _points(value: float | None) -> str:
+    return fmt.DASH if value is None else f"{value:.2f}"
+
+
+def _has_boundaries(t: PContextTables) -> bool:
+    return any(row.pass2 and row.pass2.t5 and row.pass2.t5.boundary_n for row in t.rows)
+
+
+def _pc_boundaries(run: str, p: T5Parts) -> list[str]:
+    header = ["Expected / chosen", *map(md_escape, p.chosen), "Total"]
+    rows = [[md_escape(e), *(str(p.count(e, c)) for c in p.chosen), str(sum(p.count(e, c) for c in p.chosen))]
+            for e in p.expected]  # fmt: skip
+    return ["", f"**{md_escape(run)}** ({p.boundary_n} scored T5 episodes)", "", *table(header, rows)]
+
+
+def _pc_citations(t: PContextTables) -> list[str]:
+    header = ["Run", "Scored with a status", *CITATIONS]
+    rows = []
+    for row in t.rows:
+        c = row.pass2.citations if row.pass2 else None
+        if c is None or not c.n:
+            rows.append([md_escape(row.run), "0", *[fmt.DASH] * len(CITATIONS)])
+            continue
+        rows.append([md_escape(row.run), str(c.n), *(_share(c.counts.get(s, 0), c.n) for s in CITATIONS)])
+    return table(header, rows)
+
+
 def _pc_evidence(t: PContextTables) -> list[str]:
     header = ["Run", "Evidence recall (cited supporting fragments)"]
     if t.seen:
@@ -148,6 +216,10 @@ def _pcontext(t: PContextTables) -> list[str]:
             "graded partial (T5: FLAGGED), which count as wrong above; answer alone: the share whose answer is "
             "right in itself, cited evidence aside (the answer accuracy LoCoMo reports; not for T5).", "",
             *_pc_counts(t)]  # fmt: skip
+    out += ["", "### Grader", "", "What produced each run's numbers: the guard layer alone (deterministic), the "
+            "guard plus a judge model (the Pass-2 judge: the model decides only what the guard cannot), or the "
+            "lexical rubric of runs scored before the guard layer; and how many scored episodes the judge model "
+            "decided.", "", *_pc_grader(t)]  # fmt: skip
     out += ["", "## P-ContextBench: failure categories (Table 3 layout)", ""]
     out += ["Scored answers of each type that are not correct and carry the category, with their share of that "
             "type's errors; one answer can carry several categories. Categories the paper's Table 3 does not list "
@@ -156,6 +228,22 @@ def _pcontext(t: PContextTables) -> list[str]:
     if t.t5:
         out += ["", "### T5 verdicts", "", "Share of scored T5 episodes; the normalized score is out of 15, in "
                 "0–1.", "", *_pc_t5(t)]  # fmt: skip
+        out += ["", "### T5 sub-scores", "", "Mean points of each part over the scored T5 episodes (constraint "
+                "recognition of 5, action boundary of 6 with 3 for a neighbouring cautious one, evidence grounding "
+                "of 4), and how often each penalty applied (its points under the default weights), with its share "
+                "of those episodes.", "", *_pc_t5_parts(t)]  # fmt: skip
+    if t.t5 and _has_boundaries(t):
+        out += ["", "### T5 action boundary: expected × chosen", "", "Scored T5 episodes by the boundary the "
+                "answer key expects (rows) and the one the answer took (columns; none: the answer took no "
+                "boundary)."]  # fmt: skip
+        for row in t.rows:
+            if row.pass2 and row.pass2.t5 and row.pass2.t5.boundary_n:
+                out += _pc_boundaries(row.run, row.pass2.t5)
+    if any(row.pass2 and row.pass2.citations.n for row in t.rows):
+        out += ["", "### Citations", "", "Scored episodes whose citations are ok, missing (none), wrong (no gold "
+                "id) or indiscriminate (more ids than min(10, 3g + 5) for g gold ids), with their share of the "
+                "scored episodes that have a citation status; only ok grounds an answer.", "",
+                *_pc_citations(t)]  # fmt: skip
     out += ["", "### Evidence and retrieval", "", "Evidence recall: the mean share of a case's supporting "
             "fragments the answer cites. Seen (when scored): the share the agent's own tools showed it. "
             "Retrieval recall@k (when scored): the share the store's retrieval finds in its top k for the "
@@ -252,6 +340,29 @@ class PContextSection:
     @property
     def drill_nav(self) -> list[tuple[str, str]]:
         return [("pc-cases", "Per case")]
+
+    @property
+    def boundaries(self) -> bool:
+        """Some run has T5 grades with an expected boundary (grades before the guard layer have none)."""
+        return _has_boundaries(self.tables)
+
+    @property
+    def t5_penalties(self) -> list[tuple[str, str]]:
+        """The T5 penalties shown, as (key, name with its default points)."""
+        return [(p, _penalty_name(p)) for p in _penalties(self.tables)]
+
+    @property
+    def t5_part_names(self) -> tuple[tuple[str, str, int], ...]:
+        """The T5 parts as (key, name, points)."""
+        return T5_PARTS
+
+    @property
+    def citation_statuses(self) -> tuple[str, ...]:
+        return CITATIONS
+
+    @property
+    def citations(self) -> bool:
+        return any(row.pass2 and row.pass2.citations.n for row in self.tables.rows)
 
     def filters(self) -> dict[str, Callable[..., Any]]:
         return {"type_name": type_name, "verdict_class": verdict_class}
