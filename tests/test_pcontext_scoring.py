@@ -329,3 +329,17 @@ def test_list_labels_give_partial_credit() -> None:
 def test_an_agent_declining_is_an_abstention(answer: str) -> None:
     case = {"id": "a", "type": "abstain", "adversarial_answer": "self-care", "supporting_fragments": []}
     assert grade(case, answer, set()).correct
+
+
+def test_the_pass2_judge_from_the_command_line(scored_run: Path) -> None:
+    """``--judge-mode pass2`` is the registered Pass-2 judge: it grades a P-ContextBench run, and a HippoCamp run
+    refuses it by name."""
+    from hippocamp.cli import main
+    from hippocamp.registry import instance
+
+    result = CliRunner().invoke(main, ["score", str(scored_run), "--judge", "mock", "--judge-mode", "pass2",
+                                       "--retrieval-k", "0"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "judge pcontext-guard+mock" in result.output and "graded by the guard + judge model" in result.output
+    with pytest.raises(ValueError, match="grades P-ContextBench runs only"):
+        asyncio.run(instance("benchmark", "hippocamp").score(None, Pass2Judge([get_model("mock")]), None, None))
