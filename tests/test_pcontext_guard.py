@@ -210,3 +210,17 @@ def test_every_template_persona_answer_key_grades_correct_against_itself(tmp_pat
         assert g.verdict == "correct", (tid, case["answer"], g.failures)
         checked += 1
     assert checked >= 3 * 30
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("answer", ["1," * 3000, "1 or 2 " * 3000, "either " * 3000, "basement apartment not " * 2000,
+                                    "'a " * 3000, "x" * 500_000, "? " * 5000, "7 May 2023, " * 600])  # fmt: skip
+def test_hostile_answers_are_graded_without_blowing_up(answer: str) -> None:
+    """Answers built to make regular expressions backtrack are graded in bounded time (a hang detector
+    with a wide margin, not a speed target: about 0.1 s each when measured)."""
+    import time
+
+    for case in (T1, T3, T4, t5("refuse")):
+        started = time.monotonic()
+        g = grade(case, answer, Cited(frozenset(f"m{i}" for i in range(50)), frozenset(), 1))
+        assert g.verdict and time.monotonic() - started < 20

@@ -449,8 +449,10 @@ def assess(case: dict[str, Any], answer: str) -> Assessment:
     return out
 
 
-_AMOUNT = r"[$€£]?\s?\d[\d,.]*\s?%?"
-_ALTERNATIVES = re.compile(rf"{_AMOUNT}\s*(?:,\s*{_AMOUNT}\s*)*,?\s*\b(?:or|and/or)\b\s*{_AMOUNT}(?!\s*%?\s*-)", re.I)
+#: a figure, bounded and possessive so that a hostile "1,1,1,..." cannot backtrack
+_AMOUNT = r"[$€£]?\s?\d[\d,.]{0,24}+\s?%?"
+#: two figures offered as alternatives ("1,450 or 1,500"; a longer list ends in such a pair)
+_ALTERNATIVES = re.compile(rf"{_AMOUNT}\s*\b(?:or|and/or)\b\s*{_AMOUNT}(?!\s*%?\s*-)", re.I)
 
 
 def _numbers_hedge(text: str) -> bool:
@@ -471,6 +473,10 @@ def _label(assessment: Assessment, citations: CitationStatus, accepted: frozense
     return "incorrect"
 
 
+#: the guard reads this much of an answer (an answer is a sentence or a paragraph; a flood is cut)
+MAX_ANSWER = 20_000
+
+
 def grade(
     case: dict[str, Any], answer: str, cited: Cited | set[str] | frozenset[str],
     accepted: frozenset[str] = frozenset(), weights: T5Weights | None = None, evidence: tuple[str, ...] = (),
@@ -479,6 +485,7 @@ def grade(
     they count only where the guard is not sure). ``cited`` may be a plain set of supporting units."""
     if not isinstance(cited, Cited):
         cited = Cited(frozenset(cited), frozenset(cited), 0)
+    answer = answer[:MAX_ANSWER]
     if case.get("type") == "T5":
         return grade_t5(case, answer, cited, weights, accepted, evidence=evidence)
     ctype = str(case.get("type"))
@@ -674,6 +681,7 @@ def grade_t5(
     a constraint (a caution in those words is a warning about it); ``evidence``: the gold evidence's
     texts (an answer using two of its specific words recognises the constraint it supports)."""
     w = w or T5Weights()
+    answer = answer[:MAX_ANSWER]
     if not isinstance(cited, Cited):
         cited = Cited(frozenset(cited), frozenset(cited), 0)
     question = str(case.get("question") or "")

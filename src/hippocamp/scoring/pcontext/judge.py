@@ -92,8 +92,13 @@ def _quoted(quote: str, answer: str) -> bool:
     return (len(q.split()) >= 2 and q in _squash(answer)) or (bool(q) and q == _squash(answer))
 
 
+#: characters of an answer or an evidence text a judge prompt carries
+PROMPT_TEXT = 6_000
+
+
 def _fill(template: str, values: dict[str, str]) -> str:
-    return re.sub(r"\{(\w+)\}", lambda m: values.get(m.group(1), m.group(0)), template)
+    cut = {k: v if len(v) <= PROMPT_TEXT else v[:PROMPT_TEXT] + " [...]" for k, v in values.items()}
+    return re.sub(r"\{(\w+)\}", lambda m: cut.get(m.group(1), m.group(0)), template)
 
 
 def _evidence(evidence: list[dict[str, str]], cited: Cited) -> str:
