@@ -61,7 +61,7 @@ class FactsVerdict(BaseModel):
     items: list[_Item] = Field(default_factory=list)
     contradicts: bool = False
     hedges: bool = False
-    verdict: Literal["correct", "partial", "incorrect"] = "incorrect"
+    verdict: Literal["correct", "partial", "incorrect"]
     reason: str = ""
 
 
