@@ -224,3 +224,11 @@ def test_hostile_answers_are_graded_without_blowing_up(answer: str) -> None:
         started = time.monotonic()
         g = grade(case, answer, Cited(frozenset(f"m{i}" for i in range(50)), frozenset(), 1))
         assert g.verdict and time.monotonic() - started < 20
+
+
+def test_another_name_than_the_keys_is_incorrect() -> None:
+    case = {"id": "n", "type": "T1", "question": "Which singer did Melanie see live?", "labels": ["Matt Patterson"],
+            "supporting_fragments": ["f1"]}  # fmt: skip
+    assert grade(case, "She saw John Mayer live (m1).", OK).failures == ["wrong_name"]
+    assert grade(case, "She saw Matt Patterson live (m1).", OK).verdict == "correct"
+    assert grade(case, "Patterson, at the summer festival (m1).", OK).verdict == "correct"

@@ -309,6 +309,21 @@ def _numbers_conflict(item: str, answer: str) -> bool | None:
     return bool(said)
 
 
+def _other_name(item: str, answer: str, question: str) -> bool:
+    """A short item that is a name ("Matt Patterson", "Becoming Nicole") and an answer that names someone or
+    something else instead (none of the item's name words, another name not in the question)."""
+    if len(item.split()) > 4:
+        return False
+    names = [n for n in _facts(item).names if n.tokens]
+    if not names:
+        return False
+    asked = {t for n in _facts(question).names for t in n.tokens} | set(_words(question))
+    have = set(_words(answer))
+    if any(t in have for n in names for t in n.tokens if t not in asked):
+        return False
+    return any(not set(n.tokens) <= asked for n in _facts(answer).names)
+
+
 def stated(item: str, answer: str, question: str = "") -> bool:
     """Whether the answer states a text item in the key's words (light stemming; words also in the
     question count only when the item has nothing else)."""
@@ -434,6 +449,10 @@ def assess(case: dict[str, Any], answer: str) -> Assessment:
         if conflict:
             out.wrong = True
             out.failures.append("wrong_number")
+            continue
+        if _other_name(item.text, text, question):
+            out.wrong = True
+            out.failures.append("wrong_name")
             continue
         if (conflict is False or stated(item.text, text, question)) and not _negated_in(item.text, text):
             out.covered.append(item.text)
