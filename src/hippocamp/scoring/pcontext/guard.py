@@ -324,6 +324,12 @@ def _other_name(item: str, answer: str, question: str) -> bool:
     return any(not set(n.tokens) <= asked for n in _facts(answer).names)
 
 
+def _surname(item: str, answer: str) -> bool:
+    """A short item naming a person is stated by the last word of the name ("Patterson")."""
+    names = [n for n in _facts(item).names if len(n.tokens) >= 2] if len(item.split()) <= 4 else []
+    return bool(names) and names[-1].tokens[-1] in set(_words(answer))
+
+
 def stated(item: str, answer: str, question: str = "") -> bool:
     """Whether the answer states a text item in the key's words (light stemming; words also in the
     question count only when the item has nothing else)."""
@@ -454,7 +460,9 @@ def assess(case: dict[str, Any], answer: str) -> Assessment:
             out.wrong = True
             out.failures.append("wrong_name")
             continue
-        if (conflict is False or stated(item.text, text, question)) and not _negated_in(item.text, text):
+        if (conflict is False or stated(item.text, text, question) or _surname(item.text, text)) and not _negated_in(
+            item.text, text
+        ):
             out.covered.append(item.text)
         elif _negated_in(item.text, text):
             out.wrong = True
