@@ -183,6 +183,9 @@ def test_calibrate_cli_reports_guard_model_and_combination(tmp_path: Path) -> No
     assert result.exit_code == 0, result.output
     assert "guard: accuracy" in result.output and "by trap:" in result.output
     out = CliRunner().invoke(main, ["judge", "calibrate", "--pcontext", str(T5_SET), "--judge", "mock", "--json"])
+    lean = CliRunner().invoke(main, ["judge", "calibrate", "--pcontext", str(T5_SET), "--judge", "mock", "--json",
+                                     "--no-model-alone"])  # fmt: skip
+    assert set(json.loads(lean.output)["graders"]) == {"guard", "guard + mock"}
     assert out.exit_code == 0, out.output
     table = json.loads(out.output)["graders"]
     assert set(table) == {"guard", "mock alone", "guard + mock"}
@@ -232,3 +235,10 @@ def test_another_name_than_the_keys_is_incorrect() -> None:
     assert grade(case, "She saw John Mayer live (m1).", OK).failures == ["wrong_name"]
     assert grade(case, "She saw Matt Patterson live (m1).", OK).verdict == "correct"
     assert grade(case, "Patterson, at the summer festival (m1).", OK).verdict == "correct"
+
+
+def test_a_judge_model_cannot_read_a_boundary_into_an_echo() -> None:
+    echo = "Here is how I could handle your flight: comply, warn, clarify, suggest an alternative or refuse."
+    model = get_model("mock", outputs=[json.dumps({"constraints": [], "boundary": "suggest_alternative"})] * 3)
+    g = asyncio.run(Pass2Judge([model]).grade(t5("suggest_alternative"), echo, OK, []))
+    assert g is not None and g.boundary is None and g.verdict == "FAILED" and g.parts["evidence"] == 0

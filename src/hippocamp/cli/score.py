@@ -179,17 +179,20 @@ def judge_group() -> None:
               help="A registered judge: robust, simple, detailed, facts, or a plug-in's.")  # fmt: skip
 @click.option("--self-test/--no-self-test", default=True, show_default=True,
               help="Also perturb the gold answers and count false accepts.")  # fmt: skip
+@click.option("--model-alone/--no-model-alone", default=True, show_default=True,
+              help="With --pcontext and a judge: also grade every row by each model alone (a call per row; the "
+                   "combination asks only where the guard is not sure).")  # fmt: skip
 @click.option("--concurrency", default=4, show_default=True, type=click.IntRange(min=1))
 @click.option("--json", "as_json", is_flag=True)
 def calibrate(labeled: tuple[Path, ...], pcontext: tuple[Path, ...], judge: str | None, panel: str | None, mode: str,
-              self_test: bool, concurrency: int, as_json: bool) -> None:  # fmt: skip
+              self_test: bool, model_alone: bool, concurrency: int, as_json: bool) -> None:  # fmt: skip
     """Agreement with human labels (accuracy, Cohen's kappa, false accepts and rejects) and the
     false-accept rate on perturbed gold answers; with --pcontext, P-ContextBench's grader (the guard
     layer, judge models, and their combination) by type and by trap."""
     if not labeled and not pcontext:
         fail("give --labeled FILE (FinanceBench-style labels) or --pcontext FILE (P-ContextBench labels)")
     if pcontext:
-        _calibrate_pcontext(pcontext, judge, panel, concurrency, as_json)
+        _calibrate_pcontext(pcontext, judge, panel, concurrency, as_json, model_alone)
         if not labeled:
             return
     from hippocamp.scoring.calibrate import agreement, load_labeled
@@ -221,7 +224,7 @@ def calibrate(labeled: tuple[Path, ...], pcontext: tuple[Path, ...], judge: str 
 
 
 def _calibrate_pcontext(paths: tuple[Path, ...], judge: str | None, panel: str | None, concurrency: int,
-                        as_json: bool) -> None:  # fmt: skip
+                        as_json: bool, model_alone: bool = True) -> None:  # fmt: skip
     """The P-ContextBench agreement table: the guard alone, each judge model alone, guard + models."""
     from hippocamp.models import ModelError, get_model
     from hippocamp.scoring.pcontext.calibrate import agreement, grade_rows, load_labels, model_rows
@@ -240,7 +243,8 @@ def _calibrate_pcontext(paths: tuple[Path, ...], judge: str | None, panel: str |
             fail(f"judge: {exc}", code=1)
         each = [Pass2Judge([m]) for m in models]
         for spec, single in zip(specs, each, strict=True):
-            graders[f"{spec} alone"] = asyncio.run(model_rows(rows, single, concurrency))
+            if model_alone:
+                graders[f"{spec} alone"] = asyncio.run(model_rows(rows, single, concurrency))
         combined = each[0] if len(each) == 1 else Pass2Judge(models)
         graders["guard + " + ",".join(specs)] = asyncio.run(grade_rows(rows, combined, concurrency))
     table = {name: agreement(rows, grades).as_dict() for name, grades in graders.items()}

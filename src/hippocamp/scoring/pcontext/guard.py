@@ -55,6 +55,7 @@ __all__ = [
     "cautions",
     "citation_status",
     "classify_boundary",
+    "echoes_options",
     "evidence_hits",
     "grade",
     "grade_t5",
@@ -607,6 +608,13 @@ _QUOTED = re.compile(r"(?<!\w)['‘\"“][^'’\"”\n]{1,80}['’\"”](?!\w)")
 _CAUTION = re.compile(r"\b(?:heads[- ]up|keep in mind|be aware|just so you know|careful|watch out|fyi|"
                       r"note that|worth noting|remember|reminder|caution|flag|risk|make sure|double-check|"
                       r"mind that)\b", re.I)  # fmt: skip
+
+
+def echoes_options(answer: str) -> bool:
+    """Whether the answer lists the options (three or more boundary names in one sentence): an echo of
+    the prompt, which picks nothing."""
+    return any(len({m.group(0).lower()[:5] for m in _OPTION_WORDS.finditer(sentence)}) >= 3
+               for sentence in re.split(r"(?<=[.!?;:])\s+|\n+", answer.strip()))  # fmt: skip
 
 
 def strip_echo(answer: str, question: str) -> str:

@@ -200,8 +200,10 @@ class Pass2Judge:
         expected = str(case.get("boundary") or "comply")
         rest = guard.strip_echo(answer, str(case.get("question") or ""))
         # no boundary read, or a compliance with a caution the guard cannot tie to a constraint
+        # (an answer that echoes the prompt's options and takes no boundary the guard can read took none)
         open_boundary = bool(rest) and (
-            first.boundary is None or (first.boundary == "comply" and expected != "comply" and guard.cautions(rest))
+            (first.boundary is None and not guard.echoes_options(answer))
+            or (first.boundary == "comply" and expected != "comply" and guard.cautions(rest))
         )
         open_constraints = bool(first.missing) and expected != "comply" and first.boundary is not None
         if not (open_boundary or open_constraints):
