@@ -242,3 +242,11 @@ def test_a_judge_model_cannot_read_a_boundary_into_an_echo() -> None:
     model = get_model("mock", outputs=[json.dumps({"constraints": [], "boundary": "suggest_alternative"})] * 3)
     g = asyncio.run(Pass2Judge([model]).grade(t5("suggest_alternative"), echo, OK, []))
     assert g is not None and g.boundary is None and g.verdict == "FAILED" and g.parts["evidence"] == 0
+
+
+def test_a_restated_yes_no_question_answers_it() -> None:
+    case = {"id": "y", "type": "T4", "question": "Would Melanie likely enjoy the song \"The Four Seasons\" by Vivaldi?",
+            "labels": ["Yes; it's classical music"], "supporting_fragments": ["f1"]}  # fmt: skip
+    assert grade(case, 'Melanie would likely enjoy the song "The Four Seasons" by Vivaldi (m1).', OK).correct
+    no = grade(case, 'Melanie would not enjoy the song "The Four Seasons" by Vivaldi (m1).', OK)
+    assert no.verdict == "incorrect"

@@ -202,6 +202,18 @@ def _answer_polarity(answer: str) -> str | None:
     return polarity(answer)
 
 
+def _restated_polarity(answer: str, question: str) -> str | None:
+    """The yes/no of an answer that restates a yes/no question as a statement ("Would she enjoy X?" ->
+    "She would likely enjoy X" is yes, "She would not enjoy X" no)."""
+    if not re.match(r"^\W*(?:would|will|does|do|did|is|are|was|were|has|have|can|could|should)\b", question, re.I):
+        return None
+    first = _sentences(answer)[0] if _sentences(answer) else answer
+    asked = [w for w in _words(question) if len(w) > 2]
+    if not asked or _share(" ".join(asked), _words(first)) < 0.6 or _DECLINE.search(first) or _HEDGE.search(first):
+        return None
+    return "no" if re.search(r"\b(?:not|never|unlikely)\b|n['’]t\b", first, re.I) else "yes"
+
+
 # -- required items --------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Item:
@@ -431,7 +443,7 @@ def assess(case: dict[str, Any], answer: str) -> Assessment:
         return out
     for item in items:
         if item.kind == "polarity":
-            got = _answer_polarity(text)
+            got = _answer_polarity(text) or _restated_polarity(text, question)
             if got is None:
                 out.missing.append(item.text)
             elif got == item.text:
