@@ -47,13 +47,12 @@ TRAPS = [
 ]
 # A refusal or an evasive answer that gives none of a short reference's figures
 TRAPS.append(("How much is my rent?", "EUR 1,450 per month", "I could not find the lease in your files.", "refusal"))
-# Right answers in other words: the deterministic layer must not reject them.
+# Right answers in other words: the deterministic layer accepts them itself (every key fact present).
 FAIR = [
     ("How much is my rent?", "EUR 1,450 per month", "Your rent is 1450 euros a month."),
     ("What was net AR?", "$1,616 million", "Net AR was $1,615.9 million."),
     ("When is dinner?", "Saturday 23 March 2024 at 20:00", "On Sat 23 March 2024 at 8 pm."),
     ("Who is my landlord?", "Oskar Lindqvist", "Oskar Lindqvist, who signed the lease."),
-    ("Did the lease start on 1 March?", "Yes", "Yes, on 1 March 2024."),
     ("How many nights?", "3 nights", "Three nights."),
     ("Current liabilities (in USD millions)?", "5466", "They were $5,466,312,000."),
 ]
@@ -69,15 +68,28 @@ def test_traps_are_rejected_even_by_a_lenient_model(q: str, ref: str, resp: str,
 
 
 @pytest.mark.parametrize(("q", "ref", "resp"), FAIR)
-def test_fair_paraphrases_pass_the_deterministic_layer(q: str, ref: str, resp: str) -> None:
+def test_fair_paraphrases_are_accepted_by_the_deterministic_layer(q: str, ref: str, resp: str) -> None:
     facts = check_facts(q, ref, resp)
-    assert not facts.blocks, facts
-    j = run(judge([ACCEPT]), q, ref, resp)
-    assert j.correct is True and j.decided_by == "model" and j.score == 5
+    assert not facts.blocks and facts.complete, facts
+    j = run(judge([REJECT]), q, ref, resp)  # a model that would reject is not asked
+    assert j.correct is True and j.decided_by == "facts" and j.score == 5 and j.model_correct is None
+
+
+def test_what_the_layer_cannot_check_goes_to_the_model() -> None:
+    """A bare yes/no answered the same way, or a reference without a checkable fact: the model decides."""
+    for q, ref, resp in [
+        ("Did the lease start on 1 March?", "Yes", "Yes, on 1 March 2024."),
+        ("Why did I move?", "for the new job", "Because of the new job."),
+    ]:
+        facts = check_facts(q, ref, resp)
+        assert not facts.blocks and not facts.complete, facts
+        for verdict, expected in ((ACCEPT, True), (REJECT, False)):
+            j = run(judge([verdict]), q, ref, resp)
+            assert j.correct is expected and j.decided_by == "model" and j.model_correct is expected
 
 
 def test_not_correct_is_not_correct() -> None:
-    j = run(judge([REJECT]), "Who is my landlord?", "Oskar Lindqvist", "Oskar Lindqvist.")
+    j = run(judge([REJECT]), "Why did I move?", "for the new job", "for the new job")
     assert j.correct is False and j.rationale == "not correct" and j.model_correct is False
 
 
@@ -88,12 +100,12 @@ def test_detailed_verdict_follows_the_score() -> None:
 
 
 def test_outage_is_unscored_never_zero() -> None:
-    j = run(judge([ModelError("down"), ModelError("down again")], retries=1), "q?", "EUR 5", "EUR 5")
+    j = run(judge([ModelError("down"), ModelError("down again")], retries=1), "q?", "the new job", "the new job")
     assert j.correct is None and j.score is None and j.status == "unscored" and "down again" in j.error
     assert j.attempts == 2
     garbage = run(judge(["no json at all", "still no json", "nope", "nah"], retries=1), "q?", "Oskar", "Oskar")
     assert garbage.status == "unscored"
-    recovered = run(judge([TransientModelError("blip"), ACCEPT]), "q?", "EUR 5", "EUR 5")
+    recovered = run(judge([TransientModelError("blip"), ACCEPT]), "q?", "the new job", "the new job")
     assert recovered.correct is True
 
 
@@ -211,3 +223,27 @@ def test_a_judge_is_added_by_one_registration() -> None:
         assert bad.exit_code == 2 and "did you mean 'lenient'" in bad.output
     finally:
         registry._registry["judge"].pop("lenient", None)
+
+
+def test_the_model_reasons_before_it_scores() -> None:
+    """A schema-constrained model writes the fields in order: the rationale comes first, and the prompts
+    show the same order."""
+    from hippocamp.scoring.judge import Verdict
+
+    assert list(Verdict.model_json_schema()["properties"]) == ["rationale", "score", "correct"]
+    for mode in ("simple", "detailed"):
+        text = Judge(get_model("mock"), mode=mode).prompt("Q?", "REF", "RESP")
+        assert text.index('"rationale"') < text.index('"score"') < text.index('"correct"')
+        assert text.index("REF") < text.index("RESP") and "never" in text
+
+
+@pytest.mark.hostile
+def test_a_backtracking_response_is_checked_in_bounded_time() -> None:
+    """'1,1,1,...' made the alternatives pattern backtrack exponentially (22 pairs took 3 s); a hang
+    detector with a wide margin, not a speed target."""
+    import time
+
+    started = time.monotonic()
+    facts = check_facts("How much?", "1,450", "1," * 5000)
+    assert not facts.hedged and time.monotonic() - started < 20
+    assert check_facts("How much?", "1,450", "It could be 1,400, 1,450 or 1,500.").hedged

@@ -3,7 +3,9 @@
 ``load_labeled`` reads labeled answers (FinanceBench's format: ``question``, ``gold_answer``,
 ``model_answer``, ``label`` = "Correct Answer" / "Incorrect Answer" / "Refusal"; a refusal counts as
 incorrect; also plain ``{question, reference, response, correct}``). ``agreement`` judges each row
-and reports accuracy, Cohen's kappa, false-accept and false-reject rates. ``self_test`` perturbs
+and reports accuracy, Cohen's kappa, false-accept and false-reject rates; ``agreement_with_layer``
+does so for a judge and, on the same rows, for the deterministic layer alone (the ``facts`` judge),
+so a judge model is seen to add to the layer rather than take from it. ``self_test`` perturbs
 gold answers (a number changed, its scale changed, a date shifted, a name swapped, the claim negated,
 the answer padded with hedging alternatives) and reports how often the judge accepts them, next to
 how often it accepts the unchanged gold answer.
@@ -21,7 +23,16 @@ from typing import Any
 from hippocamp.schema.io import RecordsFileError, json_objects
 from hippocamp.scoring.judge import Judge, Judgment, cohen_kappa
 
-__all__ = ["Agreement", "LabeledRow", "agreement", "load_labeled", "perturb", "self_test"]
+__all__ = [
+    "Agreement",
+    "LabeledRow",
+    "WithLayer",
+    "agreement",
+    "agreement_with_layer",
+    "load_labeled",
+    "perturb",
+    "self_test",
+]
 
 
 @dataclass(frozen=True)
@@ -71,7 +82,7 @@ class Agreement:
         return {k: v for k, v in self.__dict__.items() if k != "judgments"}
 
 
-async def _judge_all(judge: Judge, items: list[tuple[str, str, str]], concurrency: int) -> list[Judgment]:
+async def _judge_all(judge: Any, items: list[tuple[str, str, str]], concurrency: int) -> list[Judgment]:
     sem = asyncio.Semaphore(concurrency)
 
     async def one(q: str, r: str, a: str) -> Judgment:
@@ -84,6 +95,10 @@ async def _judge_all(judge: Judge, items: list[tuple[str, str, str]], concurrenc
 async def agreement(judge: Judge, rows: list[LabeledRow], concurrency: int = 4) -> Agreement:
     """The judge against human labels (unscored rows are left out of every rate, and counted)."""
     judgments = await _judge_all(judge, [(r.question, r.reference, r.response) for r in rows], concurrency)
+    return _measure(judgments, rows)
+
+
+def _measure(judgments: list[Judgment], rows: list[LabeledRow]) -> Agreement:
     pairs = [(j.correct, r.correct) for j, r in zip(judgments, rows, strict=True) if j.correct is not None]
     scored = len(pairs)
     accuracy = sum(a == b for a, b in pairs) / scored if scored else None
@@ -98,6 +113,44 @@ async def agreement(judge: Judge, rows: list[LabeledRow], concurrency: int = 4) 
         false_accept=sum(wrong) / len(wrong) if wrong else None,
         false_reject=sum(not a for a in right) / len(right) if right else None,
         judgments=judgments,
+    )
+
+
+@dataclass
+class WithLayer:
+    """A judge's agreement with human labels beside that of the deterministic layer alone (the
+    ``facts`` judge) on the same rows; ``on_layer_rows`` compares the two on just the rows the layer
+    scores (the layer leaves rows without a checkable fact unscored), where the judge must not do worse."""
+
+    layer: Agreement
+    judge: Agreement
+    on_layer_rows: dict[str, Agreement]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "layer": self.layer.as_dict(),
+            "judge": self.judge.as_dict(),
+            "on_layer_rows": {k: v.as_dict() for k, v in self.on_layer_rows.items()},
+        }
+
+
+async def agreement_with_layer(judge: Any, rows: list[LabeledRow], concurrency: int = 4) -> WithLayer:
+    """``judge`` and the deterministic layer alone against human labels, on the same rows (the layer
+    needs no model, so it costs nothing beside the judge)."""
+    layer_judgments = await _judge_all(Judge(None, "facts"), [(r.question, r.reference, r.response) for r in rows], 1)
+    if getattr(judge, "mode", None) == "facts":
+        judgments = layer_judgments
+    else:
+        judgments = await _judge_all(judge, [(r.question, r.reference, r.response) for r in rows], concurrency)
+    scored = [i for i, j in enumerate(layer_judgments) if j.correct is not None]
+    subset = [rows[i] for i in scored]
+    return WithLayer(
+        layer=_measure(layer_judgments, rows),
+        judge=_measure(judgments, rows),
+        on_layer_rows={
+            "layer": _measure([layer_judgments[i] for i in scored], subset),
+            "judge": _measure([judgments[i] for i in scored], subset),
+        },
     )
 
 

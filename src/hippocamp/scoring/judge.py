@@ -7,10 +7,15 @@ Modes:
   returns ``{correct, score 0-5, rationale}`` as validated structured output. ``detailed`` is correct
   iff its score is 3 or more (the verdict is made consistent with the score).
 * ``robust`` (the default): the reference's key facts (numbers with scale and unit, dates, times,
-  names, yes/no polarity) are checked deterministically against the response (`check_facts`)
-  *before* the model is asked: a response that contradicts a key fact, or hedges between candidates,
-  is incorrect without a model call. *After* the model's ``detailed`` verdict, the same check can
-  only overturn an acceptance, never a rejection.
+  names, yes/no polarity) are checked deterministically against the response (`check_facts`), and
+  that guard decides where it is sure: a response that contradicts a key fact, hedges between
+  candidates, answers yes/no the other way, declines to answer, or gives none of a short reference's
+  figures is incorrect; one that gives every key fact (in its own format, unit, scale or rounding, or
+  worked out from figures it states together) and contradicts nothing is correct. Only what the guard
+  cannot settle (a reference without checkable facts, facts missing that may be stated in other
+  words) goes to the model's ``detailed`` verdict; the same check can only overturn the model's
+  acceptance, never its rejection. ``Judgment.decided_by`` says which ("facts", "model",
+  "facts-override").
 
 A failed or unparsable judgment is retried, then recorded as ``unscored`` with its error: never as
 a wrong answer. A `Panel` of judges votes by majority and reports its agreement (Cohen's kappa).
@@ -21,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import asdict, dataclass, field
-from itertools import combinations
+from itertools import combinations, pairwise
 from pathlib import Path
 from typing import Any, Literal
 
@@ -49,11 +54,12 @@ _PROMPTS = Path(__file__).parent / "prompts"
 
 
 class Verdict(BaseModel):
-    """What a judge model returns."""
+    """What a judge model returns, in this order: the rationale first, so that a model constrained to
+    the schema reasons before it scores."""
 
-    correct: bool
-    score: int = Field(ge=0, le=5)
     rationale: str = ""
+    score: int = Field(ge=0, le=5)
+    correct: bool
 
 
 @dataclass
@@ -67,14 +73,22 @@ class FactCheck:
     polarity: str | None = None  # "agree", "contradict" or None when the reference is not yes/no
     #: a short reference's numbers or dates, none of which the response gives
     misses_all: bool = False
+    #: the response declines to answer ("the documents do not say") and gives no key fact
+    refusal: bool = False
+    #: every key fact of the reference is in the response and nothing blocks: correct without a model
+    complete: bool = False
 
     @property
     def blocks(self) -> bool:
         """Whether these findings forbid a "correct" verdict."""
-        return bool(self.contradicted) or self.hedged or self.polarity == "contradict" or self.misses_all
+        return (
+            bool(self.contradicted) or self.hedged or self.polarity == "contradict" or self.misses_all or self.refusal
+        )
 
     def reasons(self) -> list[str]:
         out = [f"contradicts {c}" for c in self.contradicted]
+        if self.refusal:
+            out.append("declines to answer")
         if self.misses_all:
             out.append("gives none of the key figures: " + ", ".join(self.missing))
         if self.hedged:
@@ -115,12 +129,81 @@ class Judgment:
 _YES = re.compile(r"^\W*(yes|yeah|correct|true)\b", re.I)
 _NO = re.compile(r"^\W*(no|not|false|incorrect|none|never)\b", re.I)
 _NEGATION = re.compile(r"\b(not|never|no longer|n't|none|neither)\b", re.I)
+#: an opening that only says where an answer comes from ("Based on the balance sheet, ...")
+_PREAMBLE = re.compile(r"^\W*(?:based on|according to|as per|looking at|from)\b[^,.;:!?]{0,160},\s*", re.I)
+_YES_NO_QUESTION = re.compile(r"^\W*(?:is|are|was|were|do|does|did|has|have|had|can|could|will|would|should)\b", re.I)
+#: a sentence that denies: "X does not have", "margins have not been", "isn't"
+_DENIAL = re.compile(
+    r"\b(?:is|are|was|were|do|does|did|has|have|had|could|will|would|should)\s*(?:not|n't)\b|\b(?:cannot|can't|won't)\b",
+    re.I,
+)
+#: a response that declines to answer: the information is not there, or cannot be found or worked out
+_REFUSAL = re.compile(
+    r"\b(?:i(?:'m|’m| am) sorry|i apologi[sz]e"
+    r"|(?:can ?not|can't|can’t|could not|couldn't|couldn’t|unable to|not able to)\s+(?:\w+\s+){0,2}?"
+    r"(?:find|locate|determine|provide|answer|calculate|compute|tell|identify|confirm|access|assess)"
+    r"|(?:does|do|did)\s*(?:not|n't|n’t)\s+(?:\w+\s+){0,2}?"
+    r"(?:contain|include|provide|specify|mention|state|give|show|list|disclose|offer|have any|have enough)"
+    r"|(?:there is|there's|there are|i (?:have|found)|with|contains?|includes?|provides?)\s+no\s+(?:\w+\s+){0,2}?"
+    r"(?:information|details|data|mention|records?|evidence|figures?)"
+    r"|not\s+(?:explicitly\s+|directly\s+|specifically\s+)?(?:available|provided|mentioned|specified|found|given|disclosed)"
+    r")\b",
+    re.I,
+)
+#: a reference that says a figure did not move
+_FLAT = re.compile(r"\b(?:flat|unchanged|no (?:real |net |material |significant )?(?:change|growth))\b", re.I)
+#: where a sentence ends: not after an initial ("Mary N. Dillon") or a common abbreviation ("Inc.")
+_SENTENCE = re.compile(
+    r"(?<=[.!?])(?<!\b[A-Z]\.)(?<!\b(?:Mr|Ms|Dr|St|No|Co|vs)\.)(?<!\b(?:Inc|Ltd|Mrs)\.)(?<!\bCorp\.)\s+|\n+"
+)
 
 
 def _polarity(text: str) -> str | None:
     if _YES.search(text):
         return "yes"
     if _NO.search(text):
+        return "no"
+    return None
+
+
+#: British and American spellings of one word (defence, defense; organisation, organization; centre, center)
+_SPELLINGS = [(re.compile(r"(?<=\w{3})is(?=e|ation|ing|ed)"), "iz"), (re.compile(r"(?<=\w{2})ys(?=e|ing|ed)"), "yz"),
+              (re.compile(r"(?<=\w{3})ence$"), "ense"),
+              (re.compile(r"(?<=\w{3})our(?=s?$|ed$|ing$|ite)"), "or"), (re.compile(r"(?<=\w{3})tre(?=s?$)"), "ter"),
+              (re.compile(r"(?<=\w{3})ogue(?=s?$)"), "og")]  # fmt: skip
+
+
+def _spelling(word: str) -> str:
+    """One spelling for a (lowercase) word written the British or the American way."""
+    for pattern, common in _SPELLINGS:
+        word = pattern.sub(common, word)
+    return word
+
+
+def _first_sentence(text: str) -> str:
+    return next((s for s in _SENTENCE.split(text.strip()) if s.strip()), "")
+
+
+#: an answer that goes on after a caveat ("The report does not state it directly. However, ...")
+_GOES_ON = re.compile(r"(?:^|[.;:]\s+|\n)\s*(?:however|but|nevertheless|nonetheless|that said|still|instead)\b", re.I)
+
+
+def _refuses(text: str) -> bool:
+    """Whether ``text`` declines to answer: it opens by saying so ("I'm sorry, but the documents do not
+    include ...") and does not go on to answer anyway ("... However, the notes show ...")."""
+    first = _first_sentence(text)
+    return bool(_REFUSAL.search(first)) and not _GOES_ON.search(text.strip()[len(first) :])
+
+
+def _answer_polarity(question: str, response: str) -> str | None:
+    """Yes or no as the response answers: an opening "Yes" or "No" (also after a preamble such as
+    "Based on the filings,"), or, to a yes/no question, an opening sentence that denies ("Foot Locker's
+    CEO does not have ...") without declining to answer."""
+    text = _PREAMBLE.sub("", response.strip(), count=1)
+    if (said := _polarity(text)) is not None:
+        return said
+    first = _first_sentence(text)
+    if _YES_NO_QUESTION.search(question) and _DENIAL.search(first) and not _REFUSAL.search(first):
         return "no"
     return None
 
@@ -133,22 +216,59 @@ def _scale_named(scale: float, question: str) -> bool:
     return any(re.search(rf"\b{w}s?\b", question, re.I) for w in words)
 
 
-def _number_match(ref: NumberFact, cand: NumberFact, question: str = "") -> bool:
-    """Same amount, tolerant of rounding to the reference's precision ($1.8 bn = $1,824 million;
-    1,616 = 1,615.9). A scale only the response writes counts only when the question names it ("in
-    USD millions"); so 1,450 never equals 1,450 thousand, nor $1,616 million $1,616 billion."""
-    tolerance = 0.5 * 10 ** (-ref.decimals)
-    if ref.scale == 1.0 and cand.scale != 1.0 and _scale_named(cand.scale, question):
-        return abs(abs(ref.value) - abs(cand.value)) <= tolerance + 1e-9
-    if abs(abs(ref.magnitude) - abs(cand.magnitude)) <= tolerance * ref.scale + 1e-9:
-        return True
-    # "in USD millions": a reference of 5466 is the response's $5,466,312,000
-    named = [scale for scale in _SCALE_WORDS if _scale_named(scale, question)]
-    return (
-        ref.scale == 1.0
-        and cand.scale == 1.0
-        and any(abs(abs(ref.value) * scale - abs(cand.value)) <= tolerance * scale + 1e-9 for scale in named)
-    )
+def _half_unit(n: NumberFact) -> float:
+    """Half the place value of the last digit written, in the number's own scale (1,616: 0.5; $1.6 bn: 0.05)."""
+    return 0.5 * 10 ** (-n.decimals)
+
+
+def _digits(n: NumberFact) -> int:
+    """Significant digits written (1.6: 2; 0.028: 2; 1,616: 4)."""
+    return len(str(round(abs(n.value) * 10**n.decimals)).lstrip("0"))
+
+
+def _readings(ref: NumberFact, question: str) -> list[tuple[float, float]]:
+    """(magnitude, rounding) of a reference figure: as written, and in each scale the question names
+    when the reference writes none ("in USD millions": 5466 is $5,466 million)."""
+    out = [(abs(ref.magnitude), _half_unit(ref) * ref.scale)]
+    if ref.scale == 1.0:
+        out += [(abs(ref.value) * s, _half_unit(ref) * s) for s in _SCALE_WORDS if _scale_named(s, question)]
+    return out
+
+
+#: a response that rounds a figure further keeps at least this many significant digits ...
+ROUNDED_DIGITS = 2
+#: ... and stays within this share of it
+ROUNDED_SHARE = 0.05
+
+
+def _number_match(ref: NumberFact, cand: NumberFact, question: str = "", rounded: bool = False) -> bool:
+    """Same amount at the reference's precision ($1.8 bn = $1,824 million; 1,616 = 1,615.9) or, with
+    ``rounded``, at the response's, when it keeps two significant digits and stays within 5% ($1.6
+    billion = 1,616 million; 2.77 = 2.774729). A scale only the response writes counts only when the
+    question names it ("in USD millions"); so 1,450 never equals 1,450 thousand, nor $1,616 million
+    $1,616 billion. Signs are not compared: "(1,234)", "-1,234" and "a loss of 1,234" are one figure."""
+    if ref.percent != cand.percent:
+        return _ratio_percent(ref, cand, question, rounded)
+    got, got_rounding = abs(cand.magnitude), _half_unit(cand) * cand.scale
+    for value, rounding in _readings(ref, question):
+        gap, slack = abs(value - got), 1e-9 * max(1.0, value)
+        if gap <= rounding + slack:
+            return True
+        if rounded and _digits(cand) >= ROUNDED_DIGITS and gap <= min(got_rounding, ROUNDED_SHARE * value) + slack:
+            return True
+    return False
+
+
+def _ratio_percent(ref: NumberFact, cand: NumberFact, question: str = "", rounded: bool = False) -> bool:
+    """A ratio written as a percentage or the other way round: 0.028 is 2.8%, 23% is 0.23 (a ratio is a
+    decimal fraction: neither "one" nor "1" is 100%)."""
+    if ref.percent == cand.percent:
+        return False
+    ratio = cand if ref.percent else ref
+    if abs(ratio.value) >= 1.5 or ratio.scale != 1.0 or ratio.currency or not ratio.decimals:
+        return False
+    as_percent = NumberFact(ratio.text, ratio.value * 100, percent=True, decimals=max(0, ratio.decimals - 2))
+    return _number_match(*((ref, as_percent) if ref.percent else (as_percent, cand)), question, rounded)
 
 
 def _sentences_with(text: str, needle: str) -> list[str]:
@@ -157,6 +277,8 @@ def _sentences_with(text: str, needle: str) -> list[str]:
 
 #: a reference longer than this many words is an explanation: its facts are recorded, never blocking
 SHORT_REFERENCE_WORDS = 25
+#: derived figures are looked for among at most this many figures stated together
+DERIVE_FROM = 3
 
 
 def _year_like(n: NumberFact) -> bool:
@@ -168,45 +290,110 @@ def _comparable(ref: NumberFact, cand: NumberFact, question: str = "") -> bool:
     magnitude within a factor of ten (in the question's unit when it names one)."""
     if _year_like(ref) != _year_like(cand) or ref.percent != cand.percent:
         return False
-    a, b = abs(ref.magnitude), abs(cand.magnitude)
+    b = abs(cand.magnitude)
     if ref.scale == 1.0 and cand.scale != 1.0 and _scale_named(cand.scale, question):
         b = abs(cand.value)
-    if a == 0 or b == 0:
-        return a == b
-    return 0.1 <= a / b <= 10
+    for a, _ in _readings(ref, question):
+        if (a == 0 or b == 0) and a == b:
+            return True
+        if a and b and 0.1 <= a / b <= 10:
+            return True
+    return False
 
 
-def _ratio_percent(ref: NumberFact, cand: NumberFact) -> bool:
-    """0.028 and 2.8% are the same share."""
-    if ref.percent == cand.percent:
+def _together(response: str) -> list[list[NumberFact]]:
+    """The response's figures stated together: those of each sentence or line and of each two
+    neighbouring ones (years left out); groups of more than `DERIVE_FROM` figures (tables, long
+    workings) are left out, since some pair in them fits almost any figure."""
+    parts = [
+        [n for n in extract_facts(p).numbers if not _year_like(n) and _digits(n) >= ROUNDED_DIGITS]
+        for p in _SENTENCE.split(response)
+        if p.strip()
+    ]
+    groups = parts + [a + b for a, b in pairwise(parts)]
+    return [g for g in groups if 2 <= len(g) <= DERIVE_FROM]
+
+
+def _one_step(a: NumberFact, b: NumberFact, percent: bool) -> list[tuple[float, float]]:
+    """(value, rounding) of what a reader works out from two figures of one kind: their difference;
+    and, for a percentage from two amounts, the change from either one and the share of the smaller."""
+    if a.percent != b.percent or bool(a.currency) != bool(b.currency) or a.scale != b.scale:
+        return []
+    x, y = abs(a.magnitude), abs(b.magnitude)
+    rx, ry = _half_unit(a) * a.scale, _half_unit(b) * b.scale
+    if x == y:
+        return []
+    if a.percent or not percent:
+        return [(abs(x - y), rx + ry)]
+    gap = abs(x - y)
+    return [
+        (100 * gap / x, 100 * ((rx + ry) / x + gap * rx / x**2)),
+        (100 * gap / y, 100 * ((rx + ry) / y + gap * ry / y**2)),
+        (100 * min(x, y) / max(x, y), 100 * min(x, y) / max(x, y) * (rx / x + ry / y)),
+    ]
+
+
+def _derived(ref: NumberFact, response: str, question: str = "") -> bool:
+    """Whether the response's own figures give ``ref`` by one step a reader does in their head: the
+    difference of two percentages (22.5% to 21.4%: a decline of 1.1%) or of two amounts ($49.7 bn and
+    $47.2 bn: $2.5 bn less), a change as a percentage ($1,874 m to $1,093 m: ~42%) or a share ($81 m
+    of $93 m: 87%). Only figures of one kind stated together count (`_together`); the result must
+    round to the reference's figure, from figures not much coarser than it."""
+    if ref.percent:
+        wanted = [(abs(ref.value), _half_unit(ref))]
+    elif _digits(ref) >= ROUNDED_DIGITS:
+        wanted = _readings(ref, question)
+    else:
         return False
-    ratio, pct = (cand, ref) if ref.percent else (ref, cand)
-    if abs(ratio.value) >= 1.5:
-        return False
-    tolerance = 0.5 * 10 ** (-max(0, ratio.decimals - 2)) if ratio is ref else 0.5 * 10 ** (-pct.decimals)
-    return abs(ratio.value * 100 - pct.value) <= tolerance + 1e-9
+    for group in _together(response):
+        for a, b in combinations(group, 2):
+            for value, rounding in _one_step(a, b, ref.percent):
+                if any(abs(value - w) <= r + 1e-9 * max(1.0, w) and rounding <= 4 * r for w, r in wanted):
+                    return True
+    return False
 
 
 def check_facts(question: str, reference: str, response: str) -> FactCheck:
     """Compare the key facts of ``reference`` with ``response``. Facts also in the question are not
-    key (they do not tell answers apart). A fact is *contradicted* when the response gives a competing
-    value of the same kind instead (another amount of similar size, another date, time or name); that
-    only blocks a verdict when the reference is short, i.e. is the answer itself rather than an
-    explanation (longer references record matched and missing facts for the model to weigh)."""
+    key (they do not tell answers apart). A fact is *matched* when the response gives it, in its own
+    format, unit, scale or rounding, or as a one-step result of figures it states together
+    (`_derived`). It is *contradicted* when the response gives a competing value of the same kind
+    instead (another amount of similar size, another date, time or name); that only blocks a verdict
+    when the reference is short, i.e. is the answer itself rather than an explanation (longer
+    references record matched and missing facts for the model to weigh). A response that declines
+    to answer (and gives none of the key facts) is a *refusal*, unless the reference itself says the
+    answer is not to be had."""
     result = FactCheck()
     ref, got, asked = extract_facts(reference), extract_facts(response), extract_facts(question)
-    claim = extract_facts(_claim(response))
+    claimed = _claim(response)
+    claim = extract_facts(claimed)
     short = len(reference.split()) <= SHORT_REFERENCE_WORDS
     asked_numbers = [n.value for n in asked.numbers]
     got_numbers = [n for n in claim.numbers if not any(abs(n.value - a) < 1e-9 for a in asked_numbers)]
     conflicts: list[str] = []
-    for n in ref.numbers:
-        if any(abs(n.value - a) < 1e-9 for a in asked_numbers) or (_year_like(n) and len(ref.numbers) > 1):
-            continue
-        if any(_number_match(n, c, question) or _ratio_percent(n, c) for c in got.numbers):
+    key_numbers = [
+        n
+        for n in ref.numbers
+        if not any(abs(n.value - a) < 1e-9 for a in asked_numbers) and not (_year_like(n) and len(ref.numbers) > 1)
+    ]
+    #: competing figures a long response gives outside what it asserts (its working)
+    elsewhere: list[str] = []
+    for n in key_numbers:
+        # the figure itself settles it; a rounded or worked-out one only when nothing competes with it
+        if any(_number_match(n, c, question) for c in got.numbers):
             result.matched.append(n.text)
-        elif any(_comparable(n, c, question) or (c.value == n.value and c.scale != n.scale) for c in got_numbers):
+            continue
+        rounded = [c for c in got.numbers if _number_match(n, c, question, rounded=True)]
+
+        def competes(c: NumberFact, n: NumberFact = n, rounded: list[NumberFact] = rounded) -> bool:
+            return (_comparable(n, c, question) or (c.value == n.value and c.scale != n.scale)) and c not in rounded
+
+        if any(competes(c) for c in got_numbers):
             conflicts.append(f"the number {n.text}")
+        elif rounded or _derived(n, response, question):
+            result.matched.append(n.text)
+        elif any(competes(c) for c in got.numbers if not any(abs(c.value - a) < 1e-9 for a in asked_numbers)):
+            elsewhere.append(f"the number {n.text}")
         else:
             result.missing.append(n.text)
     for d in ref.dates:
@@ -228,23 +415,41 @@ def check_facts(question: str, reference: str, response: str) -> FactCheck:
             result.missing.append(t.text)
     asked_names = {tok for nm in asked.names for tok in nm.tokens}
     other_names = [nm for nm in claim.names if not set(nm.tokens) <= asked_names]
-    words = re.findall(r"[a-z0-9]+", response.lower())
+    words = [_spelling(w) for w in re.findall(r"[a-z0-9]+", response.lower())]
     name_answer = len(reference.split()) <= 8
     for nm in ref.names:
         if set(nm.tokens) <= asked_names:
             continue
-        if all(any(w.startswith(tok) for w in words) for tok in nm.tokens if len(tok) >= 2):
+        parts = [_spelling(p) for tok in nm.tokens for p in re.findall(r"[a-z0-9]+", tok) if len(p) >= 2]
+        if all(any(w.startswith(p) for w in words) for p in parts):
             result.matched.append(nm.text)
         elif other_names and name_answer:
             conflicts.append(f"the name {nm.text}")
         else:
             result.missing.append(nm.text)
-    if short:
+    rp = _polarity(reference)
+    if short and rp is None and not key_numbers and _FLAT.search(reference) and not _FLAT.search(question):
+        # "flat": a claimed change of 0% (or "unchanged") gives it, a change of 1% or more competes
+        if _FLAT.search(claimed) or any(c.percent and abs(c.value) < 0.5 for c in claim.numbers):
+            result.matched.append("flat")
+        elif any(c.percent and abs(c.value) >= 1 for c in got_numbers):
+            conflicts.append("the change: flat")
+        else:
+            result.missing.append("flat")
+    key_names = [nm.text for nm in ref.names if not set(nm.tokens) <= asked_names]
+    if not short and len(key_names) >= 2 and other_names and not set(key_names) & set(result.matched):
+        conflicts.append("the names " + ", ".join(dict.fromkeys(key_names)))  # others named instead
+    if short:  # a short reference is the answer itself
         result.contradicted = conflicts
+        result.missing += [c.split(" ", 2)[-1] for c in elsewhere]
+    elif (conflicts or elsewhere) and not result.matched:
+        # a long reference (an explanation) blocks only when the response gives none of its key facts
+        # and competing ones instead, anywhere
+        result.contradicted = conflicts + elsewhere
     else:
-        result.missing += [c.split(" ", 2)[-1] for c in conflicts]
-    rp, gp = _polarity(reference), _polarity(response)
+        result.missing += [c.split(" ", 2)[-1] for c in conflicts + elsewhere]
     if rp is not None:
+        gp = _answer_polarity(question, response)
         result.polarity = "agree" if gp in (None, rp) else "contradict"
     elif (
         short
@@ -262,6 +467,8 @@ def check_facts(question: str, reference: str, response: str) -> FactCheck:
     result.misses_all = (
         short and rp is None and bool(figures) and bool(result.missing) and not result.matched and not conflicts
     )
+    result.refusal = not result.matched and _refuses(response) and not _refuses(reference)
+    result.complete = bool(result.matched) and not result.missing and not result.blocks
     return result
 
 
@@ -274,8 +481,10 @@ def _claim(response: str) -> str:
     return " ".join([*sentences[:1], *sentences[-2:]])
 
 
-_AMOUNT = r"[$€£]?\s?\d[\d,.]*\s?%?"
-_ALTERNATIVES = re.compile(rf"{_AMOUNT}\s*(?:,\s*{_AMOUNT}\s*)*,?\s*\b(?:or|and/or)\b\s*{_AMOUNT}", re.I)
+#: a figure, bounded and possessive so that a hostile "1,1,1,..." cannot backtrack
+_AMOUNT = r"[$€£]?\s?\d[\d,.]{0,24}+\s?%?"
+#: two figures offered as alternatives ("EUR 1,450 or EUR 1,500"; a longer list ends in such a pair)
+_ALTERNATIVES = re.compile(rf"{_AMOUNT}\s*\b(?:or|and/or)\b\s*{_AMOUNT}", re.I)
 _DAY_ALTERNATIVES = re.compile(r"\b\d{1,2}(?:st|nd|rd|th)?\s+or\s+\d{1,2}(?:st|nd|rd|th)?\b", re.I)
 
 
@@ -324,6 +533,9 @@ class Judge:
             return Judgment(
                 False, 1, "; ".join(facts.reasons()), self.mode, judge=self.id, decided_by="facts", facts=facts
             )
+        if facts is not None and facts.complete:
+            why = "all key facts present: " + ", ".join(facts.matched)
+            return Judgment(True, 5, why, self.mode, judge=self.id, decided_by="facts", facts=facts)
         verdict, error, attempts = await self._ask(question, reference, response)
         if verdict is None:
             return Judgment(None, None, "", self.mode, "unscored", error, self.id, facts=facts, attempts=attempts)
