@@ -189,8 +189,12 @@ def test_real_server_judgments() -> None:
     if not url:
         pytest.skip("needs HIPPOCAMP_TEST_SERVER (an OpenAI-compatible llama.cpp server with SmolLM2)")
     j = Judge(get_model(f"openai-compatible:smollm2@{url}"), mode="robust")
+    # no checkable fact in the reference: the model decides (a verdict or an honest unscored)
+    prose = asyncio.run(j.judge("How does my landlord feel about the garden?", "He loves it.", "He is fond of it."))
+    assert prose.decided_by == "model" and (prose.status == "unscored" or prose.score is not None)
+    # every key fact there and nothing contradicted: the deterministic layer is sure, no model needed
     same = asyncio.run(j.judge("Who is my landlord?", "Oskar Lindqvist", "Oskar Lindqvist."))
-    assert same.decided_by == "model" and (same.status == "unscored" or same.score is not None)
+    assert same.correct is True and same.decided_by == "facts"
     wrong = asyncio.run(j.judge("How much is my rent?", "EUR 1,450 per month", "EUR 1,540 per month."))
     assert wrong.correct is False and wrong.decided_by == "facts"
 
