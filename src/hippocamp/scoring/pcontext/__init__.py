@@ -9,6 +9,7 @@ from hippocamp.scoring.pcontext.guard import (
     assess,
     citation_status,
     classify_boundary,
+    covers,
     grade,
     grade_t5,
     indiscriminate_limit,
@@ -17,7 +18,6 @@ from hippocamp.scoring.pcontext.guard import (
 from hippocamp.scoring.pcontext.rubric import (
     Grade,
     cited_ids,
-    covers,
     fragment_recall,
     polarity,
     relative_days,

@@ -55,11 +55,13 @@ __all__ = [
     "cautions",
     "citation_status",
     "classify_boundary",
+    "covers",
     "echoes_options",
     "evidence_hits",
     "grade",
     "grade_t5",
     "indiscriminate_limit",
+    "read_item",
     "required_items",
     "stated",
     "strip_echo",
@@ -199,7 +201,18 @@ def _answer_polarity(answer: str) -> str | None:
             rest = head[m.end() : m.end() + 12]
             return "no" if re.match(r"\W*(?:no|not)\b", rest) else "yes"
         return "yes"
-    return polarity(answer)
+    stated_first = polarity(answer)
+    if stated_first:
+        return stated_first
+    # else the first sentence: a yes or no in it, or a negation ("Caroline would not want to"); a
+    # decline ("I don't know", "the logs do not say") is neither
+    first = _sentences(answer)[0] if _sentences(answer) else answer
+    if _DECLINE.search(first):
+        return None
+    said = re.search(r"\b(yes|no)\b", first, re.I)
+    if said:
+        return said.group(1).lower()
+    return "no" if re.search(r"\b(?:not|never)\b|n['’]t\b", first, re.I) else None
 
 
 def _restated_polarity(answer: str, question: str) -> str | None:
@@ -309,17 +322,20 @@ def _date_state(item: str, answer: str) -> Literal["stated", "other", "relative"
     return "relative" if _RELATIVE.search(answer) else "none"
 
 
-def _numbers_conflict(item: str, answer: str) -> bool | None:
-    """None when the item has no figure; True when the answer gives another figure of the same kind
-    instead of the item's; False when it gives the item's."""
+def _figures(item: str, answer: str) -> Literal["same", "other", "absent"] | None:
+    """How the answer gives the item's counts and figures: None when the item has none; ``same`` when
+    it gives them (in digits or words; a year may stand inside a date); ``other`` when it gives another
+    figure instead ("18 years ago" for "10 years ago"); ``absent`` when it gives none ("cats" for "Two
+    cats": the count is not stated)."""
     wanted = [n for n in _facts(item).numbers if n.text.lower() not in ("one", "a", "an", "first")]
     if not wanted:
         return None
     said = [n for n in _answer_facts(answer).numbers if n.text.lower() not in ("a", "an")]
     values = {round(n.magnitude, 6) for n in said}
-    if all(round(n.magnitude, 6) in values for n in wanted):
-        return False
-    return bool(said)
+    tokens = set(re.findall(r"[a-z0-9]+", answer.lower()))
+    if all(round(n.magnitude, 6) in values or (n.value.is_integer() and str(int(n.value)) in tokens) for n in wanted):
+        return "same"
+    return "other" if said else "absent"
 
 
 def _other_name(item: str, answer: str, question: str) -> bool:
@@ -410,6 +426,43 @@ def _state_order_swapped(answer: str, current: str, stale: str) -> bool:
     return (old_now and not old_past) or (cur_past and not cur_now) or (old_plain and not cur_any)
 
 
+ItemReading = Literal["stated", "missing", "relative_date_unresolved", "contradiction", "wrong_or_stale_date",
+                      "wrong_number", "wrong_name"]  # fmt: skip
+
+
+def read_item(item: Item, answer: str, question: str = "") -> ItemReading:
+    """How the answer treats one required item: ``stated``; ``missing`` (maybe in other words: a judge
+    model may say); an unresolved relative date; or why it is wrong (the other yes/no or a negation, another
+    date, figure or name)."""
+    if item.kind == "polarity":
+        got = _answer_polarity(answer) or _restated_polarity(answer, question)
+        return "missing" if got is None else "stated" if got == item.text else "contradiction"
+    dated = _date_state(item.text, answer)
+    if dated == "stated":
+        return "stated"
+    if dated == "other":
+        return "wrong_or_stale_date"
+    if dated == "relative":
+        return "relative_date_unresolved"
+    figures = _figures(item.text, answer)
+    if figures == "other":
+        return "wrong_number"
+    if _other_name(item.text, answer, question):
+        return "wrong_name"
+    if _negated_in(item.text, answer):
+        return "contradiction"
+    if figures is not None:  # the figures decide: "cats" does not state "Two cats"
+        return "stated" if figures == "same" else "missing"
+    return "stated" if stated(item.text, answer, question) or _surname(item.text, answer) else "missing"
+
+
+def covers(answer: str, label: str) -> bool:
+    """Whether the answer states one key label as the guard reads it: a yes/no verdict ("Likely no; ..."), a
+    date in any spelling or a day of a relative one ("the Friday before 15 July 2023"), its counts and
+    figures, or its words."""
+    return all(read_item(i, answer) == "stated" for i in _key_items(label, "T4", split=False))
+
+
 def assess(case: dict[str, Any], answer: str) -> Assessment:
     """The guard's reading of a T1–T4 or abstention answer (citations aside)."""
     out = Assessment()
@@ -442,46 +495,17 @@ def assess(case: dict[str, Any], answer: str) -> Assessment:
         out.wrong, out.failures = True, ["hedge"]
         return out
     for item in items:
-        if item.kind == "polarity":
-            got = _answer_polarity(text) or _restated_polarity(text, question)
-            if got is None:
-                out.missing.append(item.text)
-            elif got == item.text:
-                out.covered.append(item.text)
-            else:
-                out.wrong = True
-                out.failures.append("contradiction")
-            continue
-        dated = _date_state(item.text, text)
-        if dated == "stated":
+        reading = read_item(item, text, question)
+        if reading == "stated":
             out.covered.append(item.text)
-            continue
-        if dated == "other":
-            out.wrong = True
-            out.failures.append("wrong_or_stale_date")
-            continue
-        if dated == "relative":
-            out.unresolved.append(item.text)
-            out.failures.append("relative_date_unresolved")
-            continue
-        conflict = _numbers_conflict(item.text, text)
-        if conflict:
-            out.wrong = True
-            out.failures.append("wrong_number")
-            continue
-        if _other_name(item.text, text, question):
-            out.wrong = True
-            out.failures.append("wrong_name")
-            continue
-        if (conflict is False or stated(item.text, text, question) or _surname(item.text, text)) and not _negated_in(
-            item.text, text
-        ):
-            out.covered.append(item.text)
-        elif _negated_in(item.text, text):
-            out.wrong = True
-            out.failures.append("contradiction")
-        else:
+        elif reading == "missing":
             out.missing.append(item.text)
+        elif reading == "relative_date_unresolved":
+            out.unresolved.append(item.text)
+            out.failures.append(reading)
+        else:
+            out.wrong = True
+            out.failures.append(reading)
     current, stale = str(case.get("current_state") or ""), str(case.get("stale_state") or "")
     if ctype == "T3" and current and stale and _state_order_swapped(text, current, stale):
         out.wrong = True

@@ -1,5 +1,5 @@
-"""P-ContextBench's shared pieces: the `Grade` record, date and polarity reading of keys (`covers`,
-`relative_days`, `polarity`), the ids an answer cites (`cited_ids`) and its tools showed it
+"""P-ContextBench's shared pieces: the `Grade` record, date and polarity reading of keys
+(`relative_days`, `polarity`), the ids an answer cites (`cited_ids`) and its tools showed it
 (`seen_ids`), the store's own evidence recall (`retrieval_recall`) and the run summary (`summarize`:
 accuracy per type, worst run, pass^k, failures, the Wilcoxon test). Grading itself is the guard layer
 (`hippocamp.scoring.pcontext.guard`) and the Pass-2 judge (`hippocamp.scoring.pcontext.judge`).
@@ -20,19 +20,8 @@ from hippocamp.text.timeref import WEEKDAYS, week_of, weekday_after, weekday_bef
 if TYPE_CHECKING:
     from hippocamp.text.facts import Facts
 
-__all__ = ["Grade", "cited_ids", "covers", "fragment_recall", "polarity", "relative_days",
-           "retrieval_recall", "seen_ids", "summarize"]  # fmt: skip
-
-_STOP = set("a an the of to in on at for and or is are was were be been has have had with by from as it its this "
-            "that their his her they he she them who whom what which does do did not no".split())  # fmt: skip
-_DECLINE = re.compile(r"\b(not (?:mentioned|say|said|stated|specified|known|clear|in the (?:logs|conversation))|"
-                      r"(?:does|do|did)(?:n['’]?t| not) (?:say|mention|tell|specify|show|state|contain)|"
-                      r"no (?:information|mention|record|evidence)|cannot (?:tell|determine|find)|can['’]?t (?:tell|"
-                      r"determine|find)|unknown|don['’]?t know|unanswerable)\b", re.I)  # fmt: skip
-
-
-def _tokens(text: str) -> list[str]:
-    return [w.rstrip("s") if len(w) > 3 else w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in _STOP]
+__all__ = ["Grade", "cited_ids", "fragment_recall", "polarity", "relative_days", "retrieval_recall", "seen_ids",
+           "summarize"]  # fmt: skip
 
 
 def _same_day(want: tuple[int | None, ...], got: tuple[int | None, ...]) -> bool:
@@ -45,18 +34,14 @@ def _same_day(want: tuple[int | None, ...], got: tuple[int | None, ...]) -> bool
 _POLARITY = re.compile(
     r"^\W*(?:(?:most |very )?(?:likely|probably|possibly|perhaps)\W+)?(yes|no)(?=\s*(?:$|[,;.:!]))", re.I
 )
-_NEGATION = re.compile(r"\b(?:not|never|no)\b|n['’]t\b", re.I)
 _COUNT = {"one": 1, "two": 2, "three": 3, "four": 4}
-_NUMBERS = set("two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-               "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred dozen "
-               "twice".split())  # fmt: skip
 _RELATIVE_DAY = re.compile(r"^\W*(?:the\s+)?(?:(?P<n>one|two|three|four|\d)\s+)?(?P<unit>" + "|".join(WEEKDAYS)
                            + r"|weekend|week)s?\s+(?P<rel>before|after|of)\s+(?P<anchor>.+?)\W*$", re.I)  # fmt: skip
 
 
 @lru_cache(maxsize=4096)
 def _facts(text: str) -> Facts:
-    """`extract_facts`, once per text: `covers` reads an answer's facts for each label and key item."""
+    """`extract_facts`, once per text: the guard reads an answer's facts for each key item."""
     from hippocamp.text.facts import extract_facts
 
     return extract_facts(text)
@@ -72,20 +57,6 @@ def polarity(text: str) -> str | None:
     """'yes' or 'no' when the text opens with one ("Likely no; ...", "Yes, she is"), else None."""
     m = _POLARITY.match(text)
     return m.group(1).lower() if m else None
-
-
-def _answer_polarity(answer: str) -> str | None:
-    """The yes/no an answer gives: its opening yes/no, else its first sentence's negation (or none)."""
-    stated = polarity(answer)
-    if stated:
-        return stated
-    first = re.split(r"(?<=[.!?])\s", answer.strip(), maxsplit=1)[0]
-    if _DECLINE.search(first):  # "I don't know" and "the logs do not say" are neither
-        return None
-    said = re.search(r"\b(yes|no)\b", first, re.I)
-    if said:
-        return said.group(1).lower()
-    return "no" if _NEGATION.search(first) else None
 
 
 def relative_days(label: str) -> tuple[date, date] | None:
@@ -132,50 +103,6 @@ def _days_said(answer: str) -> list[date]:
                 except ValueError:
                     continue
     return out
-
-
-def covers(answer: str, label: str, threshold: float = 0.6) -> bool:
-    """Whether the answer states the label (share of its content words present). A label that opens with
-    yes or no ("Likely no; she wants to be a counselor") is covered by an answer of the same polarity,
-    whatever its reasons. A relative date label ("The Friday before 15 July 2023") is covered by a day
-    it names (2023-07-14) or by its own words. A date in the label must be in the answer as the same day
-    in any spelling ("7 May 2023" = "2023-05-07" = "May 7, 2023"); the label's other words are then
-    counted as usual."""
-    want_polarity = polarity(label)
-    if want_polarity:
-        return _answer_polarity(answer) == want_polarity
-    days = relative_days(label)
-    if days and any(days[0] <= d <= days[1] for d in _days_said(answer)):
-        return True
-    if any(ch.isdigit() for ch in label):
-        dates = _facts(label).dates
-        if dates:
-            said = [r for d in _answer_facts(answer).dates for r in d.readings]
-            if not all(any(_same_day(r, x) for r in d.readings for x in said) for d in dates):
-                return False
-            for d in dates:
-                label = label.replace(d.text, " ")
-            if not _tokens(label):
-                return True
-    want = _tokens(label)
-    if not want:
-        return False
-    have = set(_tokens(answer))
-    if not _numbers_stated(answer, label, have):
-        return False
-    return sum(w in have for w in want) / len(want) >= threshold - 1e-9
-
-
-def _numbers_stated(answer: str, label: str, tokens: set[str]) -> bool:
-    """Every count or figure of the label is in the answer, in digits or words ("10 years ago" is not
-    covered by "18 years ago", "Two cats" is by "2 cats"); a year may stand inside a date ("2022-01-01")."""
-    if not any(ch.isdigit() for ch in label) and not any(w in _NUMBERS for w in re.findall(r"[a-z]+", label.lower())):
-        return True
-    wanted = [n for n in _facts(label).numbers if n.text.lower() not in ("one", "a", "an")]
-    if not wanted:
-        return True
-    said = {round(n.magnitude, 6) for n in _answer_facts(answer).numbers}
-    return all(round(n.magnitude, 6) in said or (n.value.is_integer() and str(int(n.value)) in tokens) for n in wanted)
 
 
 @dataclass
