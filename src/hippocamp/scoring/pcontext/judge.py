@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -96,6 +97,29 @@ def _quoted(quote: str, answer: str) -> bool:
 PROMPT_TEXT = 6_000
 
 
+@cache
+def _template(name: str) -> str:
+    return (_PROMPTS / name).read_text(encoding="utf-8")
+
+
+def _numbered(items: list[str]) -> str:
+    return "\n".join(f"{n}. {x}" for n, x in enumerate(items, 1))
+
+
+def _quoted_votes(
+    entries: list[tuple[int, bool, str]], names: list[str], answer: str
+) -> tuple[Counter[str], list[str]]:
+    """Votes per name from a model's (number, yes, quote) entries: a yes counts only with a quote that
+    really is in the answer and a number in range; and the quotes that counted."""
+    votes: Counter[str] = Counter()
+    quotes: list[str] = []
+    for n, yes, quote in entries:
+        if yes and 1 <= n <= len(names) and _quoted(quote, answer):
+            votes[names[n - 1]] += 1
+            quotes.append(quote)
+    return votes, quotes
+
+
 def _fill(template: str, values: dict[str, str]) -> str:
     cut = {k: v if len(v) <= PROMPT_TEXT else v[:PROMPT_TEXT] + " [...]" for k, v in values.items()}
     return re.sub(r"\{(\w+)\}", lambda m: cut.get(m.group(1), m.group(0)), template)
@@ -145,9 +169,9 @@ class Pass2Judge:
                      ) -> tuple[list[str], list[FactsVerdict]]:  # fmt: skip
         items = [i.text for i in guard.required_items(case)]
         ctype = str(case.get("type"))
-        prompt = _fill((_PROMPTS / "pcontext_pass2_facts.md").read_text(encoding="utf-8"), {
+        prompt = _fill(_template("pcontext_pass2_facts.md"), {
             "requirements": _REQUIREMENTS.get(ctype, ""), "type": ctype, "question": str(case.get("question") or ""),
-            "items": "\n".join(f"{n}. {x}" for n, x in enumerate(items, 1)), "evidence": _evidence(evidence, cited),
+            "items": _numbered(items), "evidence": _evidence(evidence, cited),
             "answer": answer,
         })  # fmt: skip
         return items, await self._ask(prompt, FactsVerdict, 500)
@@ -155,9 +179,9 @@ class Pass2Judge:
     async def _t5(self, case: dict[str, Any], answer: str, cited: Cited, evidence: list[dict[str, str]]
                   ) -> tuple[list[str], list[T5Verdict]]:  # fmt: skip
         constraints = [str(x) for x in case.get("constraints") or case.get("labels") or []]
-        prompt = _fill((_PROMPTS / "pcontext_pass2_t5.md").read_text(encoding="utf-8"), {
+        prompt = _fill(_template("pcontext_pass2_t5.md"), {
             "question": str(case.get("question") or ""), "boundary": str(case.get("boundary") or "comply"),
-            "items": "\n".join(f"{n}. {x}" for n, x in enumerate(constraints, 1)),
+            "items": _numbered(constraints),
             "evidence": _evidence(evidence, cited), "answer": answer,
         })  # fmt: skip
         return constraints, await self._ask(prompt, T5Verdict, 400)
@@ -169,23 +193,19 @@ class Pass2Judge:
         evidence = evidence or []
         if case.get("type") == "T5":
             return await self._grade_t5(case, answer, cited, evidence)
-        first = guard.grade(case, answer, cited)
-        first.decided_by = "guard"
-        if case.get("type") == "abstain" or not answer.strip():
-            return first
-        a = guard.assess(case, answer)
-        if a.wrong or not a.missing:
+        a = None if case.get("type") == "abstain" or not answer.strip() else guard.assess(case, answer)
+        if a is None or a.wrong or not a.missing:  # the guard is sure: no model
+            first = guard.grade(case, answer, cited)
+            first.decided_by = "guard"
             return first
         items, verdicts = await self._facts(case, answer, cited, evidence)
         if not verdicts:
             return None
-        votes: Counter[str] = Counter()
-        for v in verdicts:
-            if v.contradicts or v.hedges:
-                continue
-            for it in v.items:
-                if it.stated and 1 <= it.n <= len(items) and _quoted(it.quote, answer):
-                    votes[items[it.n - 1]] += 1
+        # a model that says the answer contradicts the key or hedges does not vote for its items
+        votes, _ = _quoted_votes(
+            [(it.n, it.stated, it.quote) for v in verdicts if not (v.contradicts or v.hedges) for it in v.items],
+            items, answer,
+        )  # fmt: skip
         accepted = frozenset(x for x, k in votes.items() if 2 * k > len(verdicts) and x in a.missing)
         g = guard.grade(case, answer, cited, accepted)
         g.decided_by = "guard+judge" if g.judged else "guard"
@@ -211,15 +231,10 @@ class Pass2Judge:
         constraints, verdicts = await self._t5(case, answer, cited, evidence)
         if not verdicts:
             return None
-        votes: Counter[str] = Counter()
-        boundaries: Counter[str] = Counter()
-        quotes: list[str] = []
-        for v in verdicts:
-            boundaries[v.boundary] += 1
-            for c in v.constraints:
-                if c.recognised and 1 <= c.n <= len(constraints) and _quoted(c.quote, answer):
-                    votes[constraints[c.n - 1]] += 1
-                    quotes.append(c.quote)
+        votes, quotes = _quoted_votes(
+            [(c.n, c.recognised, c.quote) for v in verdicts for c in v.constraints], constraints, answer
+        )
+        boundaries = Counter(v.boundary for v in verdicts)
         accepted = frozenset(x for x, k in votes.items() if 2 * k > len(verdicts))
         top, count = boundaries.most_common(1)[0]
         chosen = top if top in BOUNDARIES and 2 * count > len(verdicts) and first.boundary is None else None
