@@ -343,3 +343,13 @@ def test_the_pass2_judge_from_the_command_line(scored_run: Path) -> None:
     assert "judge pcontext-guard+mock" in result.output and "graded by the guard + judge model" in result.output
     with pytest.raises(ValueError, match="grades P-ContextBench runs only"):
         asyncio.run(instance("benchmark", "hippocamp").score(None, Pass2Judge([get_model("mock")]), None, None))
+
+
+def test_a_panel_of_pass2_judges_is_one_pass2_judge_over_their_models() -> None:
+    from hippocamp.benchmarks.pcontext import pass2_judge
+
+    a, b = get_model("mock"), get_model("mock")
+    merged = pass2_judge(Panel([Pass2Judge([a]), Pass2Judge([b])]))
+    assert merged is not None and merged.models == [a, b]
+    assert pass2_judge(Panel([Judge(a, mode="robust"), Judge(b, mode="robust")])).models == [a, b]
+    assert pass2_judge(Judge(None, mode="facts")) is None

@@ -32,10 +32,6 @@ def make_judge(judge: str | None, mode: str, panel: str | None) -> Any:
 
     if not getattr(registry.get("judge", mode), "needs_model", True):
         return registered(mode)
-    if panel and mode == "pass2":
-        from hippocamp.scoring.pcontext.judge import Pass2Judge
-
-        return Pass2Judge([get_model(spec.strip()) for spec in panel.split(",") if spec.strip()])
     try:
         if panel:
             specs = [spec.strip() for spec in panel.split(",") if spec.strip()]

@@ -44,11 +44,13 @@ __all__ = ["GUARD_ID", "PContextBenchmark", "PContextSuite", "grades_of", "pass2
 
 def pass2_judge(judge: Any) -> Pass2Judge | None:
     """The Pass-2 judge for a ``judge`` from the command line: None (the guard alone) for no judge or
-    one without a model; a `Pass2Judge` as given; else one over the models of a `Judge` or `Panel`."""
+    one without a model; a `Pass2Judge` as given; else one over the models of a `Judge`, or of every
+    judge of a `Panel`."""
     if judge is None or isinstance(judge, Pass2Judge):
         return judge
     judges = getattr(judge, "judges", None) or [judge]
-    models = [j.model for j in judges if getattr(j, "model", None) is not None]
+    # a Judge holds one model, a Pass2Judge (in a panel of them) its models
+    models = [m for j in judges for m in (getattr(j, "models", None) or [getattr(j, "model", None)]) if m is not None]
     return Pass2Judge(models) if models else None
 
 
