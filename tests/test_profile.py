@@ -37,7 +37,7 @@ def test_metadata_from_the_spreadsheet_and_the_file_system(profile_dir: Path):
     assert p.meta("Elsewhere/memo.wav").path == "Audio/memo.wav"  # by file name, as the release's analysis
     todo = p.meta("Notes/todo.md")
     assert todo.created == datetime(2024, 10, 3, 8) and todo.modified is None  # bad cell: reported, row kept
-    assert [x.field for x in p.problems] == ["row 5, modified"]
+    assert [x.field for x in p.problems] == ["row 5, column 'modification_date'"]
     budget = p.meta("Finance/budget.xlsx")  # no row: file system times
     assert budget.source == "fs" and budget.size == (p.root / "Finance/budget.xlsx").stat().st_size
     os.utime(p.root / "Finance/budget.xlsx", (1_700_000_000, 1_700_000_000))
@@ -91,7 +91,7 @@ def test_spreadsheet_without_a_path_column(tmp_path: Path):
     wb = Workbook()
     wb.active.append(["name", "when"])
     wb.save(tmp_path / "x.xlsx")
-    with pytest.raises(ProfileError, match="no FilePath column"):
+    with pytest.raises(ProfileError, match=r"no file path column \(FilePath\)"):
         read_files_xlsx(tmp_path / "x.xlsx")
 
 
@@ -102,3 +102,22 @@ def test_records_json_is_not_mutated_by_reading(tmp_path: Path):
     p.records[0].evidence[0].evidence_text = "changed in memory"
     assert path.read_text() == before
     assert json.loads(before) == GOOD_RECORDS
+
+
+def test_a_subset_reads_its_own_spreadsheet_and_a_damaged_one_is_a_problem(tmp_path: Path):
+    from openpyxl import Workbook
+
+    (tmp_path / "Adam_Subset/Notes").mkdir(parents=True)
+    (tmp_path / "Adam_Subset/Notes/a.txt").write_text("x")
+    write_json(tmp_path / "Adam_Subset.json", [])
+    wb = Workbook()
+    wb.active.append(["FilePath", "creation_date", "modification_date", "location"])
+    wb.active.append(["Notes/a.txt", "2024-03-01 09:00:00", "2024-03-02 10:00:00", "Rotterdam"])
+    wb.save(tmp_path / "Adam_Subset.xlsx")
+    p = load_profile(tmp_path / "Adam_Subset.json")
+    assert p.meta_path == tmp_path / "Adam_Subset.xlsx"
+    assert p.file_meta["Notes/a.txt"].location == "Rotterdam"
+    (tmp_path / "Adam_Subset.xlsx").write_bytes(b"not a zip")
+    p = load_profile(tmp_path / "Adam_Subset.json")
+    assert p.file_meta == {} and p.root == tmp_path / "Adam_Subset"
+    assert any(x.rule == "metadata" and x.severity == "error" and "Adam_Subset.xlsx" in x.file for x in p.problems)

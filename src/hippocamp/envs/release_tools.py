@@ -1,8 +1,10 @@
 """The HippoCamp release's tools as terminal commands, each answering compact JSON
 ``{"success", "count", "data", "error"}``: ``list_files [glob]``, ``return_txt <path>`` (a file's parsed
 segments with their locators), ``return_img <path> --page N`` (a PDF page rendered into a cache outside
-the profile, or an image file), ``return_ori <path>`` and ``return_metadata <path>``. Their arguments
-are not glob-expanded, and an unquoted path with spaces is joined back into one.
+the profile, or an image file), ``return_ori <path>`` and ``return_metadata <path>`` (size, type and
+file-system times, and under ``metadata`` what the release's spreadsheet says of the file: creation
+and modification dates, location, latitude, longitude, ... when the profile has them). Their
+arguments are not glob-expanded, and an unquoted path with spaces is joined back into one.
 """
 
 from __future__ import annotations
@@ -22,13 +24,15 @@ from hippocamp.envs.shell import CommandIO
 from hippocamp.schema.filetypes import extension, modality_of
 from hippocamp.schema.segment import Segment
 
-__all__ = ["HELP", "PageImageFn", "ReleaseTools", "TextsFn"]
+__all__ = ["HELP", "MetadataFn", "PageImageFn", "ReleaseTools", "TextsFn"]
 
 #: the largest side of a rendered page, in pixels (a hostile PDF can declare a page of any size)
 _MAX_PAGE_PIXELS = 4096
 
 TextsFn = Callable[[str], list[Segment]]
 PageImageFn = Callable[[str, int], Path]
+#: a file's spreadsheet metadata by profile-relative path (`Store.file_metadata`), None when it has none
+MetadataFn = Callable[[str], dict[str, Any] | None]
 
 #: the release tools' usage lines, as `help` and the tool's description show them
 HELP = {
@@ -36,7 +40,7 @@ HELP = {
     "return_txt": "return_txt <path>  the parsed text segments of a file with their locators (JSON)",
     "return_img": "return_img <path> --page N  a rendered page image of a PDF, or an image file (JSON)",
     "return_ori": "return_ori <path>  the original file's path, size and type (JSON)",
-    "return_metadata": "return_metadata <path>  size, extension, modality, times (JSON)",
+    "return_metadata": "return_metadata <path>  size, extension, modality, times, dates and location (JSON)",
 }
 
 
@@ -81,6 +85,8 @@ class ReleaseTools(ProfileAccess):
 
     _texts: TextsFn
     _page_image: PageImageFn
+    #: the spreadsheet metadata of a file; when None, that of the store the parsed text comes from
+    _metadata: MetadataFn | None = None
     #: where rendered pages are kept (outside the profile), removed by the finalizer
     _cache: Path | None
     _finalizer: weakref.finalize | None
@@ -186,7 +192,24 @@ class ReleaseTools(ProfileAccess):
             "mtime": iso_time(st.st_mtime),
             "ctime": iso_time(st.st_ctime),
         }
+        fields = self._sheet_metadata(rel)
+        if fields:
+            data["metadata"] = fields
         return self._tool(io, True, data, 1)
+
+    def _sheet_metadata(self, rel: str) -> dict[str, Any] | None:
+        """What the profile's metadata spreadsheet says of a file, from ``_metadata`` or else from the
+        store the terminal reads parsed text from (``texts=store.segments_of``); None when nothing has it."""
+        lookup = self._metadata
+        if lookup is None:
+            lookup = getattr(getattr(self._texts, "__self__", None), "file_metadata", None)
+        if not callable(lookup):
+            return None
+        try:
+            fields = lookup(rel)
+        except Exception:  # a closed or broken store: the tool still answers with what the file system says
+            return None
+        return dict(fields) if isinstance(fields, dict) and fields else None
 
     def _default_texts(self, rel: str) -> list[Segment]:
         from hippocamp.perceive.run import perceive_file

@@ -3,8 +3,10 @@
 ``import_hippocamp(PATH, DIR)`` takes the folder holding ``Adam/``, ``Bei/``, ``Victoria/`` (and
 optionally ``HippoCamp_Gold/``), or one profile folder, or one variant folder. For each profile it
 validates the records (``DIR/<Name>.validation.json``), indexes the files into ``DIR/stores/<Name>.sqlite``
-(files that ``HippoCamp_Gold`` covers take its parsed text), applies the ``_files.xlsx`` times to the
-store's file rows (the release's file-system times are download times), and writes ``DIR/suite.json``:
+(files that ``HippoCamp_Gold`` covers take its parsed text), applies the metadata spreadsheet's times
+to the store's file rows (the release's file-system times are download times) and keeps every field
+of a file's row (dates, location, latitude, longitude, ...) in the store, where the terminal's
+``return_metadata`` finds it; then it writes ``DIR/suite.json``:
 
 .. code-block:: json
 
@@ -18,6 +20,13 @@ store's file rows (the release's file-system times are download times), and writ
                    "validation": {"records": 123, "errors": 2, "...": "..."},
                    "index": {"files": 344, "from_gold": 340, "...": "..."}, "error": null}]}
 
+The metadata spreadsheet is ``<Name>_files.xlsx`` (Fullset) or ``<Name>_Subset.xlsx`` (Subset), read
+by one reader (`read_metadata_sheet`) that takes the release's headers (``FilePath``, ``FileType``,
+``creation_date``, ``modification_date``, ``location``, ``latitude``, ``longitude``) in any case and
+with or without underscores or spaces, and keeps other columns under their own header. A cell that
+cannot be read is a problem naming the spreadsheet, the row and the column (in the validation
+report); the rest of the row, and every other row, is kept.
+
 Paths are absolute, or relative to the folder holding ``suite.json``. A profile loads with
 ``load_profile(entry["records"], root=entry["root"])`` (`ProfileEntry.load`); its store opens with
 ``Store(entry["store"], root=entry["root"])`` and re-indexing it keeps the Gold text when given
@@ -30,22 +39,36 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
-from hippocamp.dataset.profile import VARIANTS, Profile, ProfileError, load_profile
+from hippocamp.dataset.profile import (
+    VARIANTS,
+    Profile,
+    ProfileError,
+    SheetRow,
+    file_meta_of,
+    load_profile,
+    read_metadata_sheet,
+    sheet_row_for,
+)
 from hippocamp.importers._common import ImporterError, validation_summary, write_json
 from hippocamp.registry import register
 from hippocamp.schema.io import RecordsFileError
+from hippocamp.schema.problems import Problem
 
 __all__ = [
     "SUITE_FORMAT",
     "ProfileEntry",
+    "SheetRow",
     "SuiteManifest",
     "apply_metadata_times",
     "find_release_profiles",
     "import_hippocamp",
+    "metadata_sheet",
+    "read_metadata_sheet",
     "read_suite",
+    "with_metadata_sheet",
 ]
 
 SUITE_FORMAT = "hippocamp-suite/1"
@@ -70,10 +93,19 @@ class ProfileEntry:
     error: str | None = None
 
     def load(self) -> Profile:
-        """The profile, through `load_profile` (records file plus its file root)."""
+        """The profile, through `load_profile` (records file plus its file root), with the metadata
+        spreadsheet the import used (``<Name>_Subset.xlsx`` too, which `load_profile` does not look for)."""
         if self.records is None:
             raise ProfileError(f"suite profile {self.name!r}: no records file ({self.error or 'none recorded'})")
-        return load_profile(self.records, root=self.root, name=self.name)
+        profile = load_profile(self.records, root=self.root, name=self.name)
+        sheet = self.files_xlsx
+        if (
+            sheet is not None
+            and sheet.is_file()
+            and (profile.meta_path is None or profile.meta_path.resolve() != sheet.resolve())
+        ):
+            profile = with_metadata_sheet(profile, sheet, *read_metadata_sheet(sheet))
+        return profile
 
     def to_json(self, base: Path) -> dict[str, Any]:
         def rel(p: Path | None) -> str | None:
@@ -235,21 +267,62 @@ def _gold_for(name: str, variant: str | None, gold_root: Path | None, names: lis
     return gold_root
 
 
-# -- metadata times --------------------------------------------------------------------------------
-def apply_metadata_times(store: Any, profile: Profile) -> tuple[int, int]:
-    """Give the store's file rows the ``_files.xlsx`` creation and modification times, and move the
-    segments that took their time from the file along. Returns (files updated, files without a row)."""
+def metadata_sheet(profile: Profile) -> Path | None:
+    """The profile's metadata spreadsheet: the ``<Name>_files.xlsx`` `load_profile` found, else the
+    Subset's ``<Name>_Subset.xlsx`` (named like its records file) beside the records, else None."""
+    if profile.meta_path is not None:
+        return profile.meta_path
+    if profile.records_file is not None:
+        folder, stem = Path(profile.records_file.path).parent, Path(profile.records_file.path).stem
+    elif profile.root is not None:
+        folder, stem = profile.root.parent, profile.root.name
+    else:
+        return None
+    names = [f"{stem}.xlsx"] if stem != profile.name else []
+    names += [f"{profile.name}_Subset.xlsx", f"{stem}_files.xlsx", f"{profile.name}_files.xlsx"]
+    return next((folder / n for n in dict.fromkeys(names) if (folder / n).is_file()), None)
+
+
+def with_metadata_sheet(profile: Profile, sheet: Path, rows: dict[str, SheetRow], problems: list[Problem]) -> Profile:
+    """The profile with its file metadata (times, location) and spreadsheet problems from ``rows`` of
+    ``sheet`` (replacing what `load_profile` read of a spreadsheet, so nothing is reported twice)."""
+    file_meta = file_meta_of(rows)
+    return Profile(
+        name=profile.name,
+        root=profile.root,
+        records_file=profile.records_file,
+        meta_path=sheet,
+        file_meta=file_meta,
+        problems=[p for p in profile.problems if p.rule != "metadata"] + problems,
+    )
+
+
+def apply_metadata_times(store: Any, profile: Profile, rows: dict[str, SheetRow] | None = None) -> tuple[int, int]:
+    """Give the store's file rows the spreadsheet's creation and modification times (moving the segments
+    that took their time from the file along), and keep each file's spreadsheet fields in the store
+    (`Store.file_metadata`). ``rows`` default to the profile's spreadsheet (`metadata_sheet`).
+    Returns (files given times, files without them)."""
+    if rows is None:
+        sheet = metadata_sheet(profile)
+        rows = read_metadata_sheet(sheet)[0] if sheet is not None else {}
+    by_name: dict[str, list[str]] = {}
+    for key in rows:
+        by_name.setdefault(PurePosixPath(key).name, []).append(key)
     updated, missing = 0, 0
     changes: list[tuple[str, str | None, str | None, str | None]] = []
-    for rel, row in sorted(store.files().items()):
-        meta = profile.meta(rel)
-        if meta is None or meta.source != "xlsx" or not meta.timestamps():
+    metadata: dict[str, dict[str, Any]] = {}
+    for rel, file_row in sorted(store.files().items()):
+        row = sheet_row_for(rel, rows, by_name)
+        if row is not None and row.fields:
+            metadata[rel] = row.fields
+        if row is None or (row.created is None and row.modified is None):
             missing += 1
             continue
-        created = meta.created.isoformat() if meta.created else None
-        modified = (meta.modified or meta.created).isoformat() if (meta.modified or meta.created) else None
-        if (created, modified) != (row.created, row.modified):
-            changes.append((rel, created, modified, row.modified))
+        created = row.created.isoformat() if row.created else None
+        latest = row.modified or row.created
+        modified = latest.isoformat() if latest else None
+        if (created, modified) != (file_row.created, file_row.modified):
+            changes.append((rel, created, modified, file_row.modified))
         updated += 1
     if changes:
         with store.transaction() as db:
@@ -261,6 +334,7 @@ def apply_metadata_times(store: Any, profile: Profile) -> tuple[int, int]:
                         " AND file_id = (SELECT id FROM files WHERE path = ?)",
                         (modified, old, rel),
                     )
+    store.set_file_metadata(metadata)
     return updated, missing
 
 
@@ -296,9 +370,14 @@ def _import_profile(
     except (ProfileError, RecordsFileError) as exc:
         entry.error = str(exc)
         return entry
+    sheet = metadata_sheet(profile)
+    rows: dict[str, SheetRow] = {}
+    if sheet is not None:
+        rows, sheet_problems = read_metadata_sheet(sheet)
+        profile = with_metadata_sheet(profile, sheet, rows, sheet_problems)
     entry.records = profile.records_file.path.resolve() if profile.records_file else None
     entry.root = profile.root.resolve() if profile.root else None
-    entry.files_xlsx = profile.meta_path.resolve() if profile.meta_path else None
+    entry.files_xlsx = sheet.resolve() if sheet else None
     entry.gold = _gold_for(name, variant, gold_root, names)
     if entry.gold is not None:
         entry.gold = entry.gold.resolve()
@@ -319,7 +398,8 @@ def _import_profile(
         store = _open_store(entry.store, profile.root)
         try:
             done = index_profile(profile.root, store, options, progress)
-            updated, without = apply_metadata_times(store, profile)
+            updated, without = apply_metadata_times(store, profile, rows)
+            with_fields = store.db.execute("SELECT COUNT(*) FROM file_metadata").fetchone()[0]
             counts = store.counts()
         finally:
             store.close()
@@ -336,6 +416,9 @@ def _import_profile(
             "failed": len(done.failed),
             "times_from_xlsx": updated,
             "times_from_fs": without,
+            "metadata_rows": len(rows),
+            "metadata_files": with_fields,
+            "metadata_problems": sum(p.rule == "metadata" for p in profile.problems),
         }
     return entry
 

@@ -2,7 +2,11 @@
 
 Tables: ``meta`` (schema version, root, embedder), ``files`` (one row per file seen, with its
 status and the reason when it could not be read), ``segments``, ``fts`` (FTS5 over segment text and
-file path, rowid = segment id) and ``vectors`` (float32 blobs, one per segment). Every file is
+file path, rowid = segment id), ``vectors`` (float32 blobs, one per segment) and ``file_metadata``
+(what a release's metadata spreadsheet says of a file: dates, location, ...; one JSON object per
+path, kept apart from ``files`` so re-indexing a file keeps it). Tables and columns added since a
+store's version are added when it is opened (``CREATE ... IF NOT EXISTS``, ``ALTER TABLE``); the
+version changes only when old rows would be read wrongly. Every file is
 written in one transaction with its segments, so a killed run leaves a consistent store and the next
 run continues where it stopped.
 """
@@ -68,6 +72,7 @@ CREATE TABLE IF NOT EXISTS vectors (
     segment_id INTEGER PRIMARY KEY REFERENCES segments(id) ON DELETE CASCADE,
     vector BLOB NOT NULL
 );
+CREATE TABLE IF NOT EXISTS file_metadata (path TEXT PRIMARY KEY, fields TEXT NOT NULL);
 """
 
 
@@ -320,6 +325,21 @@ class Store:
             for n, seg in enumerate(result.segments)
         ]
         return file_id, rows
+
+    # -- spreadsheet metadata ------------------------------------------------------------------------
+    def set_file_metadata(self, items: dict[str, dict[str, Any]]) -> None:
+        """Replace every file's spreadsheet metadata (path as stored -> JSON-able fields) in one transaction."""
+        with self.transaction() as db:
+            db.execute("DELETE FROM file_metadata")
+            db.executemany(
+                "INSERT INTO file_metadata (path, fields) VALUES (?, ?)",
+                [(path, clean_text(_dumps(fields))) for path, fields in sorted(items.items())],
+            )
+
+    def file_metadata(self, path: str) -> dict[str, Any] | None:
+        """The spreadsheet metadata of a file (dates, location, ...), or None when there is none."""
+        row = self.db.execute("SELECT fields FROM file_metadata WHERE path = ?", (path,)).fetchone()
+        return None if row is None else dict(json.loads(row[0]))
 
     def real_name(self, path: str) -> str:
         """The name a stored file has on disk (as Python spells it: undecodable bytes as surrogates),

@@ -6,6 +6,13 @@ A Gold file is one JSON per source file: ``{"file_info": {...}, "summary": "..."
 (``file_path``, often absolute on the annotators' machine, and ``file_name``); a Gold file is matched
 to a profile file by the longest path suffix they share, else by a unique file name, else by its
 own place in the Gold folder (``<Gold>/<rel path>.json``).
+
+The release writes a segment's time two ways: ``start_time``/``end_time`` (its ingestion code; ``0``
+and ``0`` when a segment has no time) and ``start``/``end`` (its Gold-format example and chunkers,
+as ``"MM:SS"``/``"HH:MM:SS"`` strings). Both are read on audio and video files, as seconds or
+strings (`parse_timestamp`); pages come as ``page`` or ``page_number``. A value that cannot be read
+is a note on the file naming the Gold JSON, the segment and the field; the segment is kept without
+that locator.
 """
 
 from __future__ import annotations
@@ -14,6 +21,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
+
+from pydantic import ValidationError
 
 from hippocamp.models.local_models import sha256_of
 from hippocamp.perceive.run import FileResult, file_info
@@ -78,38 +87,93 @@ class GoldIndex:
         path = root / rel
         result = FileResult(rel, file_info(path), modality_of(rel) or "other", "ok", reader="gold")
         result.sha256 = sha256_of(path)
-        result.segments = gold_segments(rel, data)
+        notes: list[str] = []
+        result.segments = gold_segments(rel, data, notes, str(gold))
+        result.notes.extend(notes)
+        self.problems.extend(notes)
         for i, seg in enumerate(result.segments):
             seg.ordinal = i
         return result
 
 
-def gold_segments(rel: str, data: dict[str, Any]) -> list[Segment]:
+#: a segment's start and end keys, in the order they are tried
+_TIME_KEYS = (("start_time", "end_time"), ("start", "end"))
+_PAGE_KEYS = ("page", "page_number")
+
+
+def _first_key(item: dict[str, Any], keys: tuple[str, ...]) -> str | None:
+    return next((k for k in keys if item.get(k) is not None and item.get(k) != ""), None)
+
+
+def _time_locator(item: dict[str, Any], where: str, problems: list[str]) -> TimeRange | None:
+    """The segment's time range from ``start_time``/``end_time`` or ``start``/``end``; None when it has
+    none (or only the release's ``0``/``0`` placeholder) or its start cannot be read."""
+    start_key = _first_key(item, tuple(pair[0] for pair in _TIME_KEYS))
+    end_key = _first_key(item, tuple(pair[1] for pair in _TIME_KEYS))
+    if start_key is None:
+        if end_key is not None:
+            problems.append(f"{where}, field {end_key!r}: an end time without a start; no time kept")
+        return None
+    try:
+        start = parse_timestamp(item[start_key])
+    except ValueError as exc:
+        problems.append(f"{where}, field {start_key!r}: {exc}")
+        return None
+    end: float | None = None
+    if end_key is not None:
+        try:
+            end = parse_timestamp(item[end_key])
+        except ValueError as exc:
+            problems.append(f"{where}, field {end_key!r}: {exc}; the start alone is kept")
+        if end is not None and end < start:
+            problems.append(
+                f"{where}, field {end_key!r}: ends ({end:g} s) before it starts ({start:g} s); the start alone is kept"
+            )
+            end = None
+    if start == 0 and end == 0:  # the release's ingestion writes 0, 0 for a segment without a time
+        return None
+    return TimeRange(start=start, end=end)
+
+
+def _page_locator(item: dict[str, Any], where: str, problems: list[str]) -> PageLocator | None:
+    key = _first_key(item, _PAGE_KEYS)
+    if key is None:
+        return None
+    try:
+        return PageLocator.model_validate({"unit": "page", "position": item[key]})
+    except ValueError as exc:
+        reason = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) and exc.errors() else str(exc)
+        problems.append(f"{where}, field {key!r}: not a page number ({reason}): {item[key]!r}")
+        return None
+
+
+def gold_segments(
+    rel: str, data: dict[str, Any], problems: list[str] | None = None, source: str | None = None
+) -> list[Segment]:
+    """The segments of one Gold JSON (``data``) for the profile file ``rel``. A locator that cannot be
+    read is left off its segment and described in ``problems`` (naming ``source``, the segment and
+    the field)."""
     modality = modality_of(rel) or "other"
+    problems = problems if problems is not None else []
+    source = source or f"HippoCamp_Gold JSON of {rel}"
     out = []
     for i, item in enumerate(data.get("segments") or []):
         if not isinstance(item, dict):
+            problems.append(f"{source}: segment {i}: not an object ({type(item).__name__}); skipped")
             continue
         text = str(item.get("content") or item.get("text") or "").strip()
         if not text:
             continue
+        where = f"{source}: segment {i}"
         locator: Locator | None = None
         if item.get("locator"):
             from hippocamp.schema.locators import parse_locator
 
             locator = parse_locator(item["locator"])
-        elif item.get("start_time") is not None and modality in ("audio", "video"):
-            try:
-                start = parse_timestamp(item["start_time"])
-                end = parse_timestamp(item["end_time"]) if item.get("end_time") is not None else None
-                locator = TimeRange(start=start, end=end)
-            except ValueError:
-                locator = None
-        elif item.get("page") is not None or item.get("page_number") is not None:
-            try:
-                locator = PageLocator(system_page=int(item.get("page") or item.get("page_number")))
-            except (TypeError, ValueError):
-                locator = None
+        elif modality in ("audio", "video") and any(_first_key(item, pair) for pair in _TIME_KEYS):
+            locator = _time_locator(item, where, problems)
+        elif _first_key(item, _PAGE_KEYS) is not None:
+            locator = _page_locator(item, where, problems)
         meta = {"source": "gold", "gold_index": i}
         out.append(Segment(path=rel, modality=modality, text=text, locator=locator, meta=meta))
     summary = str(data.get("summary") or "").strip()

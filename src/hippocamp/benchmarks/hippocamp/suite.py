@@ -16,6 +16,7 @@ profiles hashes each profile's name and hash in turn.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -202,6 +203,16 @@ def _part(
     return Part(name, root, store, records_path, records_sha, data_sha, hard), report
 
 
+def _apply_sheet(profile: Any, store: Store) -> None:
+    """The profile's metadata spreadsheet (``<Name>_files.xlsx`` or ``<Name>_Subset.xlsx``): its times on
+    the store's files and its fields (dates, location) for ``return_metadata``, as the importer does.
+    A spreadsheet that cannot be read leaves the store as indexed (the validator reports it)."""
+    from hippocamp.importers.hippocamp import apply_metadata_times
+
+    with contextlib.suppress(OSError, ValueError, StoreError):
+        apply_metadata_times(store, profile)
+
+
 def load_profile_suite(spec: str, options: SuiteOptions, progress: Progress | None = None) -> ProfileSuite:
     """The suite of a profile, a ``synth:`` spec or an imported ``suite.json`` (see the module doc)."""
     text = spec.removeprefix("hippocamp:")
@@ -221,6 +232,7 @@ def load_profile_suite(spec: str, options: SuiteOptions, progress: Progress | No
     except StoreError as exc:
         raise SuiteError(f"suite {text!r}: {exc}") from exc
     part, report = _part(profile.name, records_path, profile.root, store, options.index_options(), progress)
+    _apply_sheet(profile, store)
     return ProfileSuite(
         name=profile.name,
         spec=text,
