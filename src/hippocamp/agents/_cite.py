@@ -11,6 +11,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from hippocamp.agents.base import Answer, BudgetExceeded, EvidenceItem, Meter
+from hippocamp.agents.filelists import RETRIEVAL_TOOLS
 from hippocamp.envs.base import Observation
 from hippocamp.models.errors import ModelError
 
@@ -20,6 +21,7 @@ __all__ = [
     "Passages",
     "cited_numbers",
     "containing",
+    "hit_files",
     "mentioned_files",
     "model_failure",
     "render_passages",
@@ -128,16 +130,25 @@ def containing(answer: str, passages: Sequence[Passage]) -> list[Passage]:
 
 
 def run_tool(meter: Meter, env: Any, name: str, arguments: dict[str, Any]) -> Observation:
-    """One tool call through the environment, recorded in the trace with exactly what it answered.
-    A tool that crashes on arguments a model invented becomes an error observation."""
+    """One tool call through the environment, recorded in the trace with exactly what it answered (and,
+    for a retrieval tool, the files of its hits in rank order). A tool that crashes on arguments a model
+    invented becomes an error observation."""
     began = time.perf_counter()
     try:
         obs: Observation = env.call(name, arguments)
     except Exception as exc:  # FilesEnv maps most bad arguments itself; this covers the rest (e.g. k="ten")
         message = f"bad arguments for {name}: {type(exc).__name__}: {exc}"
         obs = Observation(f"error: {message}", ok=False, error=message)
-    meter.observe(name, arguments, obs.text, seconds=time.perf_counter() - began)
+    files = hit_files(obs) if name in RETRIEVAL_TOOLS else []
+    meter.observe(name, arguments, obs.text, seconds=time.perf_counter() - began, files=files)
     return obs
+
+
+def hit_files(obs: Observation) -> list[str]:
+    """The files of an observation's items (search hits) in their order, once each."""
+    if not obs.ok:
+        return []
+    return list(dict.fromkeys(p for d in obs.data if isinstance(p := d.get("path"), str) and p))
 
 
 @dataclass

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
+from hippocamp.agents.filelists import retrieved_files, touched_files
 from hippocamp.envs.base import Environment
 from hippocamp.models.types import Generation, Usage
 from hippocamp.schema.run import Answer, EvidenceItem, Step, StopReason, Task
@@ -66,9 +67,11 @@ class Meter:
     """Keeps an episode within its budget and builds its trace.
 
     ``await meter.generate(model, messages, ...)`` calls the model, charges tokens and time, and
-    records a ``model`` step; ``meter.observe(tool, args, text)`` records a tool step and charges the
-    evidence volume. Both raise ``BudgetExceeded`` once a limit is passed; ``meter.answer(...)``
-    builds the final ``Answer`` (also for stops).
+    records a ``model`` step; ``meter.observe(tool, args, text, files=...)`` records a tool step (with the
+    files it returned) and charges the evidence volume. Both raise ``BudgetExceeded`` once a limit is
+    passed; ``meter.touch(files)`` notes files the agent examined outside a tool's arguments;
+    ``meter.answer(...)`` builds the final ``Answer`` (also for stops), with its touched and retrieved
+    files taken from the trace (`hippocamp.agents.filelists`).
     """
 
     def __init__(self, budget: Budget):
@@ -79,6 +82,8 @@ class Meter:
         self.evidence_chars = 0
         self.model_seconds = 0.0
         self.steps = 0
+        #: files the agent examined that no tool argument names (`touch`)
+        self.touched: list[str] = []
 
     def _check_time(self) -> None:
         limit = self.budget.max_seconds
@@ -121,7 +126,16 @@ class Meter:
         self._check_time()
         return gen
 
-    def observe(self, tool: str, arguments: dict[str, Any] | None, observation: str, seconds: float = 0.0) -> None:
+    def observe(
+        self,
+        tool: str,
+        arguments: dict[str, Any] | None,
+        observation: str,
+        seconds: float = 0.0,
+        files: list[str] | None = None,
+    ) -> None:
+        """Record a tool step: what it was asked, what it answered, and the files it returned (a search's
+        hit files in rank order)."""
         self.evidence_chars += len(observation)
         self.trace.append(
             Step(
@@ -131,6 +145,7 @@ class Meter:
                 arguments=arguments,
                 observation=observation,
                 seconds=round(seconds, 4),
+                files=list(dict.fromkeys(f for f in files or [] if f)),
             )
         )
         limit = self.budget.max_evidence_chars
@@ -140,6 +155,11 @@ class Meter:
 
     def note(self, text: str) -> None:
         self.trace.append(Step(index=len(self.trace), kind="note", thought=text))
+
+    def touch(self, files: list[str]) -> None:
+        """Files the agent examined without a tool argument naming them (passages it read closely):
+        they join the answer's touched files after those of the trace."""
+        self.touched += [f for f in files if f and f not in self.touched]
 
     def answer(
         self,
@@ -156,6 +176,8 @@ class Meter:
         return Answer(
             text=text,
             files=files,
+            touched=list(dict.fromkeys([*touched_files(self.trace), *self.touched])),
+            retrieved=retrieved_files(self.trace),
             evidence=evidence,
             trace=self.trace,
             usage=self.usage,
@@ -166,7 +188,9 @@ class Meter:
 
 
 class Agent(Protocol):
-    """An agent: registered under kind ``agent`` by ``name``."""
+    """An agent: registered under kind ``agent`` by ``name``. A class may also say which file list the
+    paper scores its family by, ``file_list: ClassVar[str]`` (``"cited"``, ``"touched"`` or
+    ``"retrieved"``; `hippocamp.agents.filelists.paper_file_list` reads it, ``"cited"`` when absent)."""
 
     name: ClassVar[str]
 

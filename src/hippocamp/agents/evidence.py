@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
-from hippocamp.agents._cite import model_failure
+from hippocamp.agents._cite import hit_files, model_failure
 from hippocamp.agents.base import Answer, Budget, BudgetExceeded, EvidenceItem, Meter, Task, corpus_values, load_prompt
 from hippocamp.models.errors import ModelOutputError
 from hippocamp.registry import register
@@ -65,6 +65,9 @@ class Passage(BaseModel):
 @register("agent", "evidence")
 class EvidenceAgent:
     name: ClassVar[str] = "evidence"
+    #: a tool agent: scored by the files it examined (every passage it showed the model to select from),
+    #: as the paper scores its agents by the files their actions touched
+    file_list: ClassVar[str] = "touched"
 
     def __init__(self, passages: int = 10, chars: int = 700, rrf_k: int = 60):
         self.max_passages = passages
@@ -138,7 +141,7 @@ class EvidenceAgent:
         for args in requests:
             began = time.perf_counter()
             obs = env.call("search", args)
-            meter.observe("search", args, obs.text, time.perf_counter() - began)
+            meter.observe("search", args, obs.text, time.perf_counter() - began, files=hit_files(obs))
             for rank, hit in enumerate(obs.data):
                 key = (hit["path"], json.dumps(hit.get("locator"), sort_keys=True))
                 score = 1.0 / (self.rrf_k + rank + 1)
@@ -172,6 +175,7 @@ class EvidenceAgent:
     ) -> list[Passage]:
         if not passages:
             return []
+        meter.touch([p.path for p in passages])  # each passage is read and judged: its file is examined
         prompt = load_prompt(
             "evidence_select.md",
             question=question,

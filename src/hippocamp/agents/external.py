@@ -11,9 +11,15 @@ and answers with one JSON object (stdout, or the response body)::
      "text": ...}], "usage": {"input_tokens": 0, "output_tokens": 0, "cost_usd": null}, "trace": [...]}
 
 Only ``answer`` is required. Cited paths are made profile-relative; a path outside the profile is
-dropped and counted as an escape. A crash, a non-zero exit, a timeout (the budget's wall clock) or
-output that is not that JSON ends the episode with ``stop="error"`` or ``"timeout"`` and the reason.
-The agent is named ``external:cmd:COMMAND`` or ``external:http://HOST/PATH`` (see ``make_agent``).
+dropped and counted as an escape. The answer may also carry the other two file lists of
+`hippocamp.agents.filelists`, kept as given (strings, each once, paths not normalised, as the release
+keeps them): ``"touched"`` and ``"retrieved"``; or, for an agent that logs the release's way,
+``"agent_file_list"`` (the release's final list, taken as touched) or ``"files_touched"`` and
+``"steps"`` (a release trajectory log: touched by the release's rule).
+
+A crash, a non-zero exit, a timeout (the budget's wall clock) or output that is not that JSON ends the
+episode with ``stop="error"`` or ``"timeout"`` and the reason. The agent is named
+``external:cmd:COMMAND`` or ``external:http://HOST/PATH`` (see ``make_agent``).
 """
 
 from __future__ import annotations
@@ -26,15 +32,18 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from hippocamp.agents.base import Answer, Budget, EvidenceItem, Meter, Step, Task
+from hippocamp.agents.filelists import release_agent_file_list
 from hippocamp.models.types import Usage
 from hippocamp.registry import register
 
-__all__ = ["ExternalAgent"]
+__all__ = ["ExternalAgent", "given_file_lists"]
 
 
 @register("agent", "external")
 class ExternalAgent:
     name: ClassVar[str] = "external"
+    #: an outside agent's own citations; what it touched or retrieved is kept when its answer says
+    file_list: ClassVar[str] = "cited"
 
     def __init__(self, target: str = "", *, timeout: float | None = None):
         target = target.strip()
@@ -134,7 +143,27 @@ class ExternalAgent:
                 meter.trace.append(Step(index=len(meter.trace), kind="note", thought=json.dumps(step)[:2000]))
         answer = meter.answer(data["answer"], files=files, evidence=evidence)
         answer.escapes = escapes
+        answer.touched, answer.retrieved = given_file_lists(data)
         return answer
+
+
+def _strings(value: Any) -> list[str]:
+    return list(dict.fromkeys(str(v) for v in value if isinstance(v, str) and v)) if isinstance(value, list) else []
+
+
+def given_file_lists(data: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(touched, retrieved) as an outside agent's answer gives them: ``touched``, else the release's
+    ``agent_file_list``, else the release's rule over ``files_touched`` and ``steps``; ``retrieved``.
+    Missing lists are empty."""
+    if isinstance(data.get("touched"), list):
+        touched = _strings(data["touched"])
+    elif isinstance(data.get("agent_file_list"), list):
+        touched = _strings(data["agent_file_list"])
+    elif "files_touched" in data or "steps" in data:
+        touched = release_agent_file_list(data.get("files_touched"), data.get("steps"))
+    else:
+        touched = []
+    return touched, _strings(data.get("retrieved"))
 
 
 class ExternalError(Exception):

@@ -3,7 +3,8 @@
 Works with an app-log environment (``pcontext:`` suites), whose ``logs()`` gives the persona's
 messages and events in time order. When they do not fit ``max_chars`` (the model's context, as
 characters), the episode ends with ``stop="no_answer"`` and says so: use an agentic agent then. The
-message and event ids the answer names become its evidence, located in the persona's logs.
+message and event ids the answer names become its evidence, located in the persona's logs. The files
+of the logs it put in the prompt are its retrieved files (a ``logs`` step of the trace).
 """
 
 from __future__ import annotations
@@ -22,6 +23,10 @@ __all__ = ["FullContextAgent"]
 @register("agent", "full-context")
 class FullContextAgent:
     name: ClassVar[str] = "full-context"
+    #: "retrieved": putting every log in the prompt is this agent's retrieval (everything is retrieved),
+    #: so it is scored like the retrieval baselines by what reached the model; it runs no commands and
+    #: names no file, so "touched" would always be empty
+    file_list: ClassVar[str] = "retrieved"
 
     def __init__(self, max_chars: int | str = 48_000):
         self.max_chars = int(max_chars)
@@ -41,6 +46,9 @@ class FullContextAgent:
             )
         prompt = load_prompt("full_context.md", logs=text, question=task.prompt)
         try:
+            # what the prompt holds is what it retrieved: one step with every file of the logs, in order
+            meter.observe("logs", None, f"{len(segments)} items ({len(text)} characters) in the prompt",
+                          files=[s.path for s in segments])  # fmt: skip
             gen = await meter.generate(model, [{"role": "user", "content": prompt}], max_tokens=500)
         except BudgetExceeded as exc:
             return meter.answer("", stop=exc.reason, error=str(exc))

@@ -60,6 +60,9 @@ class ReAct:
     nudge). Cites the files the answer names among those the tools showed, else the files it read."""
 
     name: ClassVar[str] = "react"
+    #: a tool agent: scored by the files its calls named (read/metadata paths, list_files globs), as the
+    #: paper scores its terminal agents; its searches' hit files are its retrieved list
+    file_list: ClassVar[str] = "touched"
 
     def __init__(self, max_tokens: int = 1024, evidence_per_file: int = 5):
         self.max_tokens = max_tokens

@@ -1,8 +1,9 @@
 """The paper's retrieval baselines over a profile's store: Standard RAG, Self-RAG and Search-R1.
 
 All three search through ``env.call("search", ...)`` (a `FilesEnv`), charge every model call and
-every search to a `Meter`, and cite the passages their answer rests on (``Answer.evidence`` with
-file, locator and text; ``Answer.files`` follows from it).
+every search to a `Meter` (with its hit files: ``Answer.retrieved``, the file list the paper scores
+them by), and cite the passages their answer rests on (``Answer.evidence`` with file, locator and
+text; ``Answer.files`` follows from it).
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ class StandardRAG:
     passages; cites the passages referenced as ``[n]``, else all of them."""
 
     name: ClassVar[str] = "rag"
+    #: the paper scores retrieval baselines by the files their retrieval returned
+    file_list: ClassVar[str] = "retrieved"
 
     def __init__(self, max_tokens: int = 512):
         self.max_tokens = max_tokens
@@ -97,6 +100,7 @@ class SelfRAG:
     relevant passages and revise. Cites the relevant passages referenced as ``[n]``, else all of them."""
 
     name: ClassVar[str] = "self-rag"
+    file_list: ClassVar[str] = "retrieved"
 
     def __init__(self, max_rounds: int = 2, max_tokens: int = 512, passage_chars: int = 1200):
         self.max_rounds = max_rounds
@@ -191,6 +195,7 @@ class SearchR1:
     passages containing the answer, else the passages of the last search that found any."""
 
     name: ClassVar[str] = "search-r1"
+    file_list: ClassVar[str] = "retrieved"
     stop: ClassVar[tuple[str, ...]] = ("</search>", "</answer>")
 
     def __init__(self, max_tokens: int = 512):

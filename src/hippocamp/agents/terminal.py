@@ -4,9 +4,10 @@ The model thinks in ``<think>``, runs one command per turn as
 ``<tool>{"name": "terminal", "arguments": {"command": ...}}</tool>`` and ends with
 ``<answer>...</answer>`` (and ``<files>a; b</files>``), 20 turns by default (the budget's
 ``max_steps``). A malformed turn gets one corrective observation; escapes are refused by the
-terminal and counted. Each command runs off the event loop with the episode's remaining wall clock
-as its deadline, so a command that would take longer stops ("timed out") and the episode ends on
-time with its trace.
+terminal and counted. The files its commands name are the answer's touched files, by the release's
+rule (`hippocamp.agents.filelists`). Each command runs off the event loop with the episode's
+remaining wall clock as its deadline, so a command that would take longer stops ("timed out") and
+the episode ends on time with its trace.
 """
 
 from __future__ import annotations
@@ -50,6 +51,9 @@ def parse_turn(text: str) -> tuple[str, str | None, str | None, list[str]]:
 @register("agent", "terminal")
 class TerminalAgent:
     name: ClassVar[str] = "terminal"
+    #: the paper's terminal agents are scored by the files their commands touched (the release's rule,
+    #: `hippocamp.agents.filelists.touched_files`); the terminal has no retrieval, so nothing is retrieved
+    file_list: ClassVar[str] = "touched"
 
     async def solve(self, task: Task, env: Any, model: Any, budget: Budget) -> Answer:
         meter = Meter(budget)

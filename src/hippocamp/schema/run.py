@@ -46,7 +46,8 @@ __all__ = [
 RUN_FORMAT = "hippocamp-run/2"
 #: the manifest formats read (an earlier one is upgraded as it is read)
 RUN_FORMATS_READ = ("hippocamp-run/1", RUN_FORMAT)
-#: an ``episodes.jsonl`` line
+#: an ``episodes.jsonl`` line (``Answer.touched``/``retrieved`` and ``Step.files`` came later with defaults:
+#: lines written before them read with them empty)
 EPISODE_FORMAT = "hippocamp-episode/1"
 #: a ``scores.jsonl`` line; version 2 is typed per benchmark (version 1 put a rubric's grade in ``facts``)
 SCORE_FORMAT = "hippocamp-score/2"
@@ -122,13 +123,25 @@ class Step(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
     seconds: float = 0.0
+    #: the files a tool step returned (a search's hit files in rank order, once each); empty for others
+    files: list[str] = Field(default_factory=list)
 
 
 class Answer(BaseModel):
-    """What an agent returns: the answer text, the files and evidence it cites, and how it got there."""
+    """What an agent returns: the answer text, the files and evidence it cites, and how it got there.
+
+    Three file lists, for file P/R/F1 the way HippoCamp's release computes it
+    (`hippocamp.agents.filelists`): ``files`` (cited), ``touched`` (what its actions named) and
+    ``retrieved`` (what its retrieval steps returned). Episodes written before the last two existed
+    read with them empty."""
 
     text: str = ""
+    #: the files the answer cites
     files: list[str] = Field(default_factory=list)
+    #: the files its actions named (commands' file arguments by the release's rule, tools' path arguments)
+    touched: list[str] = Field(default_factory=list)
+    #: the files of every hit of every retrieval step (or of what it put in its context), in order
+    retrieved: list[str] = Field(default_factory=list)
     evidence: list[EvidenceItem] = Field(default_factory=list)
     trace: list[Step] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
@@ -219,11 +232,16 @@ class ScoreLine(BaseModel):
 class HippoCampScoreLine(ScoreLine):
     """HippoCamp: the judge's verdict (``facts``: what the deterministic layer found), file precision/
     recall/F1 of the cited files in both conventions (``files["hippocamp"]``, ``files["set"]``) and
-    atomic-unit matches of the cited evidence (``au``)."""
+    atomic-unit matches of the cited evidence (``au``). ``file_lists`` holds precision/recall/F1 of the
+    cited, touched and retrieved files under hippocamp's path rules and the release's
+    (``file_lists["release"]["touched"]["f1"]``); ``paper_list`` is the list the paper used for the
+    agent's family. Lines written before these existed read with them empty and ``cited``."""
 
     benchmark: Literal["hippocamp"] = "hippocamp"
     facts: dict[str, Any] | None = None
     files: dict[str, dict[str, Any]]
+    file_lists: dict[str, dict[str, dict[str, float]]] = Field(default_factory=dict)
+    paper_list: str = "cited"
     au: dict[str, Any]
 
 
