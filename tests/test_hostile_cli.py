@@ -205,12 +205,15 @@ def test_a_5000_digit_id_is_a_finding_naming_file_record_and_field(tmp_path: Pat
 @pytest.mark.timeout(120)
 def test_hippocamp_io_rows_are_checked(tmp_path: Path) -> None:
     rows = tmp_path / "rows.json"
-    row = {"query_id": "q1", "question": "?", "answer": "a", "ground_truth": "a", "ground_file_list": [],
-           "agent_file_list": []}  # fmt: skip
+    row = {"query_id": "q1", "question": "Rent?", "answer": "EUR 1,450", "ground_truth": "EUR 1,450",
+           "ground_file_list": [], "agent_file_list": []}  # fmt: skip
+    # a bad row is named (file, row, field) and left out; the others are scored
+    rows.write_text(json.dumps([row, {k: v for k, v in row.items() if k != "ground_truth"}]), encoding="utf-8")
+    result = cli("score", "--hippocamp-io", str(rows), "--judge-mode", "facts")
+    assert result.exit_code == 0 and f"{rows}: row 2 (query_id 'q1'): field(s) ground_truth missing" in clean(result)
+    assert "1/1 judged" in clean(result) and "1 invalid row(s) not scored" in clean(result)
     cases = {
         "[1, 2]": "row 1: expected a JSON object",
-        json.dumps([row, {k: v for k, v in row.items() if k != "ground_truth"}]): "row 2 (query_id 'q1'): field(s) "
-        "ground_truth missing",
         f'[{{"query_id": {HUGE}}}]': "field 'query_id': a number of 5000 digits",
     }
     for content, message in cases.items():

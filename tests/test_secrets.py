@@ -289,7 +289,7 @@ def test_printed_errors_and_tracebacks_are_redacted(tmp_path: Path, monkeypatch:
     def boom(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError(f"cannot reach {closed} with {os.environ['OPENAI_API_KEY']}")
 
-    monkeypatch.setattr("hippocamp.scoring.hippocamp_io.score_rows", boom)
+    monkeypatch.setattr("hippocamp.scoring.hippocamp_io.score_release", boom)
     rows = tmp_path / "rows.json"
     rows.write_text(json.dumps([{"query_id": "q", "question": "?", "answer": "a", "ground_truth": "a",
                                  "ground_file_list": [], "agent_file_list": []}]))  # fmt: skip

@@ -30,7 +30,8 @@ def test_clean_records_pass(profile_dir: Path):
     report = validate_profile(load_profile(profile_dir))
     assert report.records == report.records_read == 3
     (bad_cell,) = [p for p in report.problems if p.severity != "info"]  # the fixture's spreadsheet has one
-    assert (bad_cell.rule, bad_cell.field, bad_cell.severity) == ("metadata", "row 5, column 'modification_date'", "warning")
+    expected = ("metadata", "row 5, column 'modification_date'", "warning")
+    assert (bad_cell.rule, bad_cell.field, bad_cell.severity) == expected
     assert bad_cell.file.endswith("Tiny_files.xlsx") and "'not a date'" in bad_cell.message
     assert report.ok
     assert report.rules == rule_names()

@@ -36,6 +36,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "synth": ("hippocamp.cli.synth", "synth", "Generate synthetic profiles with exact gold trajectories."),
     "score": ("hippocamp.cli.score", "score", "Judge a run's answers and score its evidence (resumable)."),
     "report": ("hippocamp.cli.report", "report", "Markdown and HTML report of scored runs, compared pairwise."),
+    "export-release": (
+        "hippocamp.cli.score",
+        "export_release",
+        "Write a run as the HippoCamp release's evaluator rows.",
+    ),
     "judge": ("hippocamp.cli.score", "judge_group", "Calibrate a judge against human labels and perturbations."),
     "quickstart": ("hippocamp.cli.quickstart", "quickstart", "Synthetic profile, two agents, scores, report."),
     "import": ("hippocamp.cli.importers", "import_group", "Import a HippoCamp release or FinanceBench."),

@@ -23,24 +23,29 @@ def judge_mode_option(_ctx: click.Context, _param: click.Parameter, value: str) 
     return value
 
 
-def make_judge(judge: str | None, mode: str, panel: str | None) -> Any:
-    """A judge (or a `Panel`) from the command line; a judge that needs no model gets none."""
+def make_judge(judge: str | None, mode: str, panel: str | None, template: str = "hippocamp",
+               script: str = "evaluate.py") -> Any:  # fmt: skip
+    """A judge (or a `Panel`) from the command line; a judge that needs no model gets none.
+    ``template`` and ``script``: the release's judge template to ask with (see `hippocamp.scoring.judge.Judge`)."""
     from hippocamp import registry
     from hippocamp.models import ModelError, get_model
     from hippocamp.scoring.judge import Panel
     from hippocamp.scoring.judge import make_judge as registered
 
     if not getattr(registry.get("judge", mode), "needs_model", True):
+        if template != "hippocamp":
+            raise click.BadParameter(f"the {mode} judge asks no model; a judge template does not apply",
+                                     param_hint="--judge-template")  # fmt: skip
         return registered(mode)
     try:
         if panel:
             specs = [spec.strip() for spec in panel.split(",") if spec.strip()]
-            return Panel([registered(mode, get_model(spec)) for spec in specs])
+            return Panel([registered(mode, get_model(spec), template, script) for spec in specs])
         if not judge:
             from hippocamp.cli.run import _default_model
 
             judge = _default_model()
-        return registered(mode, get_model(judge))
+        return registered(mode, get_model(judge), template, script)
     except (ModelError, ValueError) as exc:  # a model that cannot be opened here (no key, not installed)
         fail(f"judge: {exc}", code=1)
 
@@ -66,26 +71,48 @@ def _benchmark(run_dir: Path) -> Any:
 @click.option("--concurrency", default=4, show_default=True, type=click.IntRange(min=1))
 @click.option("--slack", default=2.0, show_default=True, type=click.FloatRange(min=0),
               help="Seconds of slack for time-range units.")  # fmt: skip
+@click.option("--convention", default="hippocamp", show_default=True,
+              type=click.Choice(["hippocamp", "release", "release-run-evaluation"]),
+              help="hippocamp: cited files, normalised paths, failed judgments unscored; release: the release's "
+                   "evaluate.py exactly (its file list per agent family, paths as written, failures count as no); "
+                   "release-run-evaluation: its run_evaluation.py.")  # fmt: skip
+@click.option("--judge-template", "template", default="hippocamp", show_default=True,
+              type=click.Choice(["hippocamp", "release-simple", "release-detailed"]),
+              help="Ask the judge model with the release's template (verbatim; the robust judge keeps its "
+                   "deterministic layer around it).")  # fmt: skip
 @click.option("--hippocamp-io", "io_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="Score the release evaluator's input rows instead of a run directory.")  # fmt: skip
+              help="Score a HippoCamp release file instead of a run directory: evaluate.py input rows, "
+                   "run_query.py summaries or evaluator outputs.")  # fmt: skip
+@click.option("--no-judge", is_flag=True,
+              help="With --hippocamp-io: no judge model (the release's 'not configured': every answer 'no' under "
+                   "the release's conventions, unscored under ours); file and answer metrics only.")  # fmt: skip
+@click.option("--semantic", is_flag=True,
+              help="With --hippocamp-io: also the answer's embedding similarity to the ground truth (embedded "
+                   "MiniLM).")  # fmt: skip
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, callback=new_file_option,
-              help="With --hippocamp-io: where to write the per-query JSON Lines (aggregate beside it).")  # fmt: skip
+              help="With --hippocamp-io: where to write the per-query results (aggregate beside it).")  # fmt: skip
 @click.option("--retrieval-k", default=10, show_default=True, type=click.IntRange(min=0),
               help="P-ContextBench runs: also measure the store's evidence recall@k (0: skip).")  # fmt: skip
 @click.option("--retrieval-mode", default="hybrid", show_default=True, type=click.Choice(["fts", "vector", "hybrid"]))
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def score(run_dir: Path | None, judge: str | None, mode: str, panel: str | None, concurrency: int, slack: float,
-          io_file: Path | None, out: Path | None, retrieval_k: int, retrieval_mode: str,
-          as_json: bool) -> None:  # fmt: skip
+          convention: str, template: str, io_file: Path | None, no_judge: bool, semantic: bool, out: Path | None,
+          retrieval_k: int, retrieval_mode: str, as_json: bool) -> None:  # fmt: skip
     """Judge every answer of RUN_DIR and score its evidence; writes scores.jsonl (resumable) and
-    scores.summary.json. With --hippocamp-io FILE, scores HippoCamp's evaluator rows instead."""
+    scores.summary.json. With --hippocamp-io FILE, scores a HippoCamp release file instead.
+
+    Every score keeps both judge-failure policies and the cited, touched and retrieved file lists under
+    hippocamp's and the release's path rules; --convention picks the headline."""
     if (run_dir is None) == (io_file is None):
         fail("give a RUN_DIR or --hippocamp-io FILE")
-    if out is not None and io_file is None:
-        raise click.BadParameter("--out applies to --hippocamp-io only", param_hint="--out")
+    for flag, value in (("--out", out), ("--no-judge", no_judge), ("--semantic", semantic)):
+        if value and io_file is None:
+            raise click.BadParameter(f"{flag} applies to --hippocamp-io only", param_hint=flag)
+    script = "run_evaluation.py" if convention == "release-run-evaluation" else "evaluate.py"
     if io_file is not None:
-        rows = _read_io(io_file)  # bad rows are refused before any judge is opened
-        _score_io(io_file, rows, out, make_judge(judge, mode, panel), concurrency, as_json)
+        found = _read_io(io_file, convention)  # bad files are refused before any judge is opened
+        chosen_judge = None if no_judge else make_judge(judge, mode, panel, template, script)
+        _score_io(io_file, found, out, chosen_judge, convention, concurrency, semantic, as_json)
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -96,7 +123,7 @@ def score(run_dir: Path | None, judge: str | None, mode: str, panel: str | None,
     bench = _benchmark(run_dir)
     if not (judge or panel) and not bench.judge_model_needed:
         mode = "facts"  # deterministic scoring (P-ContextBench's rubrics): a model judges only when asked
-    chosen = make_judge(judge, mode, panel)
+    chosen = make_judge(judge, mode, panel, template, script)
     err = console(stderr=True)
     with Progress(TextColumn("judging"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err,
                   transient=True, disable=not err.is_terminal) as bar:  # fmt: skip
@@ -111,6 +138,7 @@ def score(run_dir: Path | None, judge: str | None, mode: str, panel: str | None,
                     progress=lambda d, t: bar.update(task, completed=d, total=t),
                     retrieval_k=retrieval_k,
                     retrieval_mode=retrieval_mode,
+                    convention=convention,
                 )
             )
         except (FileNotFoundError, ValueError, JsonlError) as exc:
@@ -130,30 +158,84 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}%"
 
 
-def _read_io(io_file: Path) -> list[dict[str, Any]]:
-    from hippocamp.scoring.hippocamp_io import read_rows
+def _read_io(io_file: Path, convention: str) -> Any:
+    """The release file's rows; its bad rows are reported (file, row, field) and left out; a file with
+    no usable row exits 2."""
+    from hippocamp.scoring.hippocamp_io import HIPPOCAMP_FIELDS, read_release
 
     try:
-        return read_rows(io_file)
+        found = read_release(io_file, HIPPOCAMP_FIELDS if convention == "hippocamp" else ())
     except (OSError, ValueError) as exc:
         fail(str(exc))
+    for error in found.errors:
+        click.echo(f"warning: {error}", err=True)
+    if not found.rows:
+        fail(f"{io_file}: no row can be scored" + (f" ({len(found.errors)} invalid)" if found.errors else ""))
+    return found
 
 
-def _score_io(io_file: Path, rows: list[dict[str, Any]], out: Path | None, judge: Any, concurrency: int,
-              as_json: bool) -> None:  # fmt: skip
-    from hippocamp.scoring.hippocamp_io import score_rows, write_results
+def _score_io(io_file: Path, found: Any, out: Path | None, judge: Any, convention: str, concurrency: int,
+              semantic: bool, as_json: bool) -> None:  # fmt: skip
+    from hippocamp.scoring.hippocamp_io import score_release, write_release
 
-    results, aggregate = asyncio.run(score_rows(rows, judge, concurrency))
-    out = out or io_file.with_name(io_file.stem + ".scored.jsonl")
+    results, aggregate = asyncio.run(score_release(found, judge, convention, concurrency, semantic))
+    suffix = ".scored.jsonl" if convention == "hippocamp" else f".{convention}.json"
+    out = out or io_file.with_name(io_file.stem + suffix)
     try:
-        agg_path = write_results(out, results, aggregate)
+        agg_path = write_release(out, results, aggregate, convention)
     except OSError as exc:
         fail(f"{out}: cannot write: {exc.strerror or exc}", code=1)
     if as_json:
-        click.echo(json.dumps(aggregate, indent=2))
+        click.echo(json.dumps(aggregate, indent=2, default=str))
+        return
+    ours = aggregate["hippocamp"]
+    if convention == "hippocamp":
+        files = aggregate
+        f1, n_files = files["f1_score"], ours["n"]
     else:
-        click.echo(f"{aggregate['judged']}/{aggregate['n']} judged: accuracy {_pct(aggregate['accuracy'])}, "
-                   f"file F1 {_pct(aggregate['f1_score'])}; wrote {out} and {agg_path}")  # fmt: skip
+        files = aggregate["file_list_metrics"]
+        f1, n_files = files["average_f1_score"], files["total_evaluated"]
+    click.echo(f"{found.shape} rows, {convention} convention: {ours['judged']}/{ours['n']} judged; accuracy "
+               f"{_pct(ours['accuracy'])} (failed judgments left out), {_pct(ours['accuracy_failures_as_no'])} "
+               f"(counted as no); file F1 {_pct(f1)} over {n_files} rows")  # fmt: skip
+    lexical = ours.get("answer_metrics") or {}
+    if lexical:
+        click.echo("answer metrics: " + ", ".join(f"{k} {v['mean']:.3f}" for k, v in lexical.items()
+                                                   if isinstance(v, dict) and v.get("mean") is not None))  # fmt: skip
+    if found.errors:
+        click.echo(f"{len(found.errors)} invalid row(s) not scored (listed above)")
+    click.echo(f"wrote {out} and {agg_path}")
+
+
+@click.command("export-release")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path), callback=new_file_option,
+              help="The file to write (a JSON array).")  # fmt: skip
+@click.option("--shape", default="evaluate", show_default=True, type=click.Choice(["evaluate", "run_query"]),
+              help="evaluate: the release's evaluate.py input rows; run_query: run_query.py summaries (the input "
+                   "of run_evaluation.py).")  # fmt: skip
+@click.option("--files", "which", default="paper", show_default=True,
+              type=click.Choice(["paper", "cited", "touched", "retrieved"]),
+              help="The agent's file list: the one the paper used for its family, or one of the three.")  # fmt: skip
+def export_release(run_dir: Path, out: Path, shape: str, which: str) -> None:
+    """Write RUN_DIR's answers as rows the HippoCamp release's evaluators read, to score them with the
+    release's own scripts (or with hippocamp score --hippocamp-io OUT)."""
+    from hippocamp.runs.rundir import RunDir, RunDirError
+    from hippocamp.scoring.hippocamp import gold_records
+    from hippocamp.scoring.hippocamp_io import release_rows
+
+    try:
+        run = RunDir.open(run_dir)
+        if run.benchmark_name != "hippocamp":
+            fail(f"{run_dir}: a {run.benchmark_name} run; the release's evaluators read HippoCamp runs only")
+        rows = release_rows(run.episodes().episodes, gold_records(run), shape, which)
+    except (RunDirError, ValueError) as exc:
+        fail(str(exc))
+    try:
+        out.write_text(json.dumps(rows, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    except OSError as exc:
+        fail(f"{out}: cannot write: {exc.strerror or exc}", code=1)
+    click.echo(f"wrote {len(rows)} {shape} row(s) with the {which} file lists to {out}")
 
 
 @click.group("judge")

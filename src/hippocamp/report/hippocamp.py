@@ -25,7 +25,7 @@ from hippocamp.runs.rundir import SCORES, RunDir
 from hippocamp.schema.record import HippoCampRecord
 from hippocamp.schema.run import HippoCampScoreLine, ScoreLine
 from hippocamp.scoring.evidence import normalize_path
-from hippocamp.scoring.hippocamp import gold_records, scored_items, summarize_scores
+from hippocamp.scoring.hippocamp import answer_metric_means, gold_records, scored_items, summarize_scores
 from hippocamp.scoring.stats import (
     CAPABILITY_DIMENSIONS,
     CI,
@@ -93,7 +93,13 @@ def profile_run_data(run: RunDir, judge_mode: str | None, judge: str | None) -> 
         items=items,
         episodes=episodes,
         gold=gold,
-        summary=summarize_scores(lines, gold),
+        summary={
+            **summarize_scores(lines, gold),
+            "answer_metrics": answer_metric_means(
+                [episodes[k] for k in dict.fromkeys((s.task_id, s.agent, s.epoch) for s in lines) if k in episodes],
+                gold,
+            ),
+        },
         not_scored=sum(k not in scored_keys for k in episodes),
         missing_gold=sorted({k[0] for k in episodes if k[0] not in gold}),
         benchmark=run.benchmark_name,
@@ -377,6 +383,46 @@ VERDICT_MARK = {"correct": "✅ correct", "wrong": "❌ wrong", "unscored": "⚠
 
 
 @dataclass
+class ListsRow:
+    """One run's file P/R/F1 under each file-list definition and path rule, and its accuracy under
+    both judge-failure policies (`hippocamp.scoring.hippocamp.summarize_scores`)."""
+
+    run: str
+    agent: str
+    paper: str
+    #: (rule, list) -> (precision, recall, f1); rule "hippocamp" (paths normalised) or "release" (as written)
+    cells: dict[tuple[str, str], tuple[float | None, float | None, float | None]]
+    accuracy: float | None
+    accuracy_failures_as_no: float | None
+    unscored: int
+    #: the release's answer metrics (exact match, covered exact match, ROUGE, BLEU) by name
+    answer_metrics: dict[str, float | None] = field(default_factory=dict)
+
+
+def _lists(runs: list[RunData]) -> list[ListsRow]:
+    rows = []
+    for run in runs:
+        s = run.summary
+        found = s.get("file_lists") or {}
+        cells = {
+            (rule, name): (v.get("precision"), v.get("recall"), v.get("f1"))
+            for rule, lists in found.items()
+            for name, v in lists.items()
+        }
+        paper = s.get("paper_file_list")
+        rows.append(ListsRow(run.label, run.agent, paper if isinstance(paper, str) else ", ".join(paper or []),
+                             cells, s["question_weighted"]["mean"], s.get("accuracy_failures_as_no"),
+                             s.get("unscored", 0), s.get("answer_metrics") or {}))  # fmt: skip
+    return rows
+
+
+LIST_NAMES = ("cited", "touched", "retrieved")
+#: the release's answer metrics the report shows, with their column names
+ANSWER_METRICS = {"exact_match": "EM", "covered_exact_match": "Covered EM", "rouge": "ROUGE", "bleu": "BLEU"}
+LIST_RULES = (("hippocamp", "paths normalised"), ("release", "release: paths as written"))
+
+
+@dataclass
 class HippoCampSection:
     """HippoCamp's part of a report, over its runs (in run order)."""
 
@@ -387,6 +433,7 @@ class HippoCampSection:
     breadth: list[AccuracyTable]
     comparisons: list[Comparison]
     questions: list[QuestionView]
+    lists: list[ListsRow] = field(default_factory=list)
     figures: dict[str, bytes] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     benchmark: str = "hippocamp"
@@ -407,7 +454,7 @@ class HippoCampSection:
 
     @property
     def nav(self) -> list[tuple[str, str]]:
-        links = [("table2", "Results (Table 2)")]
+        links = [("table2", "Results (Table 2)"), ("file-lists", "File lists")]
         if self.comparisons:
             links.append(("comparison", "Comparison"))
         return [*links, ("capability", "Capabilities"), ("difficulty", "Difficulty"), ("breadth", "Breadth")]
@@ -423,6 +470,7 @@ class HippoCampSection:
         """Table 2 by profile, comparisons, capability, difficulty, breadth."""
         labels = self.labels
         lines = ["", "## Results by profile and task family (Table 2 layout)", "", *self._table2()]
+        lines += ["", "## File lists and judge-failure policies", "", *self._lists()]
         if self.comparisons:
             lines += ["", f"## Comparison against {md_escape(self.runs[0].label)}", ""]
             lines += ["Paired over the questions both runs answered: Δ = other − base (profile-balanced), a 95% "
@@ -466,6 +514,30 @@ class HippoCampSection:
             f"Accuracy and file F1 in %, per profile and task family; {OVERALL} is the mean of the per-profile "
             "means (profile-balanced), with a 95% bootstrap interval (stratified by profile). Unscored answers "
             "are left out of accuracy and counted."
+        )
+        return [intro, "", *table(header, rows)]
+
+    def _lists(self) -> list[str]:
+        header = ["Run", "Paper's list"]
+        header += [f"{name} P/R/F1 ({label})" for _, label in LIST_RULES for name in LIST_NAMES]
+        header += ["Acc (failed judgments left out)", "Acc (failed judgments = no)", "Unscored"]
+        header += [ANSWER_METRICS[m] for m in ANSWER_METRICS]
+        rows = []
+        for row in self.lists:
+            cells = [md_escape(row.run), md_escape(row.paper)]
+            for rule, _ in LIST_RULES:
+                for name in LIST_NAMES:
+                    cells.append(" / ".join(fmt.pct(v) for v in row.cells.get((rule, name), (None, None, None))))
+            cells += [fmt.pct(row.accuracy), fmt.pct(row.accuracy_failures_as_no), str(row.unscored)]
+            cells += [fmt.pct(row.answer_metrics.get(m)) for m in ANSWER_METRICS]
+            rows.append(cells)
+        intro = (
+            "File precision / recall / F1 in % of the files each answer cites, the files its actions touched "
+            "(the HippoCamp release's rule for terminal and tool agents) and the files its retrieval steps "
+            "returned (the release's rule for RAG and Search-R1), with paths normalised (hippocamp) and as "
+            "written (the release's evaluate.py). The paper's list is the one the paper used for the agent's "
+            "family. Accuracy twice: with failed judgments left out (hippocamp) and counted as no (the release); "
+            "beside it the release's answer metrics, in %."
         )
         return [intro, "", *table(header, rows)]
 
@@ -529,6 +601,7 @@ def build_section(runs: list[RunData], figures: bool = True) -> HippoCampSection
         breadth=_breadth(runs),
         comparisons=[_compare(runs[0], other) for other in runs[1:]] if same_suite else [],
         questions=_questions(runs),
+        lists=_lists(runs),
     )
     if not same_suite:
         section.notes.append("The runs are over different datasets (dataset sha256 differs): they are not compared.")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hippocamp.agents.filelists import paper_file_list, retrieved_files, touched_files
 from hippocamp.dataset.profile import ProfileError, load_profile
 from hippocamp.runs.rundir import MANIFEST, RunDir
 from hippocamp.schema.io import RecordsFileError
@@ -19,9 +20,22 @@ from hippocamp.schema.record import HippoCampRecord
 from hippocamp.schema.run import Episode, HippoCampScoreLine
 from hippocamp.scoring.evidence import au_scores, file_scores
 from hippocamp.scoring.judge import Judgment
+from hippocamp.scoring.release import clean_list, file_list_metrics
 from hippocamp.scoring.stats import ScoredItem, aggregate, bootstrap_ci, outcomes_by_question, pass_hat_k
 
-__all__ = ["gold_records", "score_line", "scored_items", "summarize_scores"]
+__all__ = [
+    "FILE_LISTS",
+    "answer_metric_means",
+    "episode_files",
+    "file_list_scores",
+    "gold_records",
+    "score_line",
+    "scored_items",
+    "summarize_scores",
+]
+
+#: the three file lists of an episode (`hippocamp.schema.run.Answer`)
+FILE_LISTS = ("cited", "touched", "retrieved")
 
 
 def gold_records(run: RunDir) -> dict[str, HippoCampRecord]:
@@ -51,6 +65,32 @@ def _records(manifest_path: Any, where: str, records: Any, root: Any) -> dict[st
     return {r.key: r for r in profile.records}
 
 
+def episode_files(episode: Episode) -> dict[str, Any]:
+    """An episode's three file lists and the one the paper used for its agent's family (``paper``).
+    Episodes recorded before ``touched`` existed get it from their trace by the same rule; ``retrieved``
+    needs the search hits a trace keeps since then."""
+    answer = episode.answer
+    return {
+        "cited": list(answer.files),
+        "touched": list(answer.touched) or touched_files(answer.trace),
+        "retrieved": list(answer.retrieved) or retrieved_files(answer.trace),
+        "paper": paper_file_list(episode.agent),
+    }
+
+
+def file_list_scores(episode: Episode, gold: HippoCampRecord) -> dict[str, dict[str, dict[str, float]]]:
+    """File P/R/F1 of each of the episode's lists, under hippocamp's convention (paths normalised) and
+    the release's (``evaluate.py``: entries stripped and deduplicated, paths compared as written)."""
+    lists = episode_files(episode)
+    out: dict[str, dict[str, dict[str, float]]] = {"hippocamp": {}, "release": {}}
+    for name in FILE_LISTS:
+        ours = file_scores(lists[name], gold.file_path, convention="hippocamp")
+        out["hippocamp"][name] = {"precision": ours.precision, "recall": ours.recall, "f1": ours.f1}
+        theirs = file_list_metrics(clean_list(list(gold.file_path)), clean_list(lists[name]))
+        out["release"][name] = {"precision": theirs["precision"], "recall": theirs["recall"], "f1": theirs["f1_score"]}
+    return out
+
+
 def score_line(
     episode: Episode, gold: HippoCampRecord, judgment: Judgment, mode: str, slack: float, iou: float
 ) -> HippoCampScoreLine:
@@ -78,6 +118,8 @@ def score_line(
         decided_by=judgment.decided_by,
         facts=facts,
         files=files,
+        file_lists=file_list_scores(episode, gold),
+        paper_list=paper_file_list(episode.agent),
         au=au,
         seconds=episode.wall_s,
         tokens=usage.input_tokens + usage.output_tokens,
@@ -105,8 +147,13 @@ def scored_items(lines: list[HippoCampScoreLine], gold: dict[str, HippoCampRecor
     return items
 
 
-def summarize_scores(lines: list[HippoCampScoreLine], gold: dict[str, HippoCampRecord]) -> dict[str, Any]:
-    """The aggregates of one judge's scores of one run (see the module doc)."""
+def summarize_scores(
+    lines: list[HippoCampScoreLine], gold: dict[str, HippoCampRecord], convention: str = "hippocamp"
+) -> dict[str, Any]:
+    """The aggregates of one judge's scores of one run (see the module doc), with the headline figures
+    under ``convention``: ``hippocamp`` (accuracy over scored answers, F1 of the cited files, paths
+    normalised) or ``release`` / ``release-run-evaluation`` (a failed judgment counts as "no"; F1 of
+    the list the paper used for the agent's family, paths as written)."""
     from hippocamp.scoring.stats import with_difficulty
 
     items = scored_items(lines, gold)
@@ -121,11 +168,56 @@ def summarize_scores(lines: list[HippoCampScoreLine], gold: dict[str, HippoCampR
     if len(epochs) > 1:
         outcomes = outcomes_by_question(items)
         summary["pass_hat_k"] = {k: pass_hat_k(outcomes, k).as_dict() for k in range(1, len(epochs) + 1)}
-    for convention in ("hippocamp", "set"):
-        f1s = [s.files[convention]["f1"] for s in lines]
-        summary[f"file_f1_{convention}"] = sum(f1s) / len(f1s) if f1s else None
+    for rule in ("hippocamp", "set"):
+        f1s = [s.files[rule]["f1"] for s in lines]
+        summary[f"file_f1_{rule}"] = sum(f1s) / len(f1s) if f1s else None
     aus = [s.au for s in lines]
     summary["au_precision"] = sum(a["precision"] for a in aus) / len(aus) if aus else None
     summary["au_recall"] = sum(a["recall"] for a in aus) / len(aus) if aus else None
     summary["decided_by"] = {k: sum(s.decided_by == k for s in lines) for k in sorted({s.decided_by for s in lines})}
+    summary["accuracy_failures_as_no"] = sum(s.correct is True for s in lines) / len(lines) if lines else None
+    summary["file_lists"] = _mean_lists(lines)
+    papers = sorted({s.paper_list for s in lines})
+    summary["paper_file_list"] = papers[0] if len(papers) == 1 else papers
+    summary["convention"] = convention
+    summary["headline"] = _headline(summary, convention)
     return summary
+
+
+def answer_metric_means(episodes: list[Episode], gold: dict[str, HippoCampRecord]) -> dict[str, float | None]:
+    """The release's answer metrics (`hippocamp.scoring.lexical`: exact match, covered exact match,
+    ROUGE, BLEU; not the embedding similarity, which needs the embedder) averaged over the episodes
+    that have a gold record, as the release's runner averages them."""
+    from hippocamp.scoring.lexical import score_answers, summarize
+
+    pairs = [(e.answer.text, gold[e.task_id].answer) for e in episodes if e.task_id in gold]
+    if not pairs:
+        return {}
+    found = summarize(score_answers(pairs, semantic=False))
+    return {name: m.mean for name, m in found.metrics.items() if m.count}
+
+
+def _mean_lists(lines: list[HippoCampScoreLine]) -> dict[str, dict[str, dict[str, float | None]]]:
+    out: dict[str, dict[str, dict[str, float | None]]] = {}
+    for rule in ("hippocamp", "release"):
+        out[rule] = {}
+        for name in FILE_LISTS:
+            found = [s.file_lists[rule][name] for s in lines if s.file_lists.get(rule, {}).get(name)]
+            out[rule][name] = {
+                key: (sum(f[key] for f in found) / len(found) if found else None)
+                for key in ("precision", "recall", "f1")
+            }
+    return out
+
+
+def _headline(summary: dict[str, Any], convention: str) -> dict[str, Any]:
+    """Accuracy and file P/R/F1 as ``convention`` reports them (see `summarize_scores`)."""
+    if convention == "hippocamp":
+        files = summary["file_lists"]["hippocamp"]["cited"]
+        return {"convention": convention, "accuracy": summary["question_weighted"]["mean"], "file_list": "cited",
+                "failed_judgments": "left out", **{f"file_{k}": v for k, v in files.items()}}  # fmt: skip
+    paper = summary["paper_file_list"]
+    chosen = paper if isinstance(paper, str) else "cited"
+    files = summary["file_lists"]["release"][chosen]
+    return {"convention": convention, "accuracy": summary["accuracy_failures_as_no"], "file_list": chosen,
+            "failed_judgments": "counted as no", **{f"file_{k}": v for k, v in files.items()}}  # fmt: skip

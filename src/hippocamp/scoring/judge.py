@@ -24,6 +24,7 @@ a wrong answer. A `Panel` of judges votes by majority and reports its agreement 
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from dataclasses import asdict, dataclass, field
 from itertools import combinations, pairwise
@@ -49,7 +50,6 @@ __all__ = [
     "panel_agreement",
 ]
 
-Mode = Literal["robust", "simple", "detailed", "facts"]
 _PROMPTS = Path(__file__).parent / "prompts"
 
 
@@ -499,34 +499,95 @@ def _hedges(ref: Any, response: str) -> bool:
     return bool(ref.names and re.search(r"\beither\b[^.;]{0,60}\bor\b", response, re.I))
 
 
-# -- judges --------------------------------------------------------------------------------------------
+# -- judges ------------------------------------------------------------------------------------------------
+#: the release's judge templates, verbatim (system and user message, token cap), by script and name
+_RELEASE_TEMPLATES: dict[str, Any] = json.loads((_PROMPTS / "release_judge.json").read_text(encoding="utf-8"))
+#: the judge templates a model can be asked with: ours (by mode) and the release's two
+TEMPLATES = ("hippocamp", "release-simple", "release-detailed")
+#: the release script whose template texts and token caps a ``release-*`` template uses
+RELEASE_SCRIPTS = ("evaluate.py", "run_evaluation.py")
+
+
+def release_messages(
+    template: str, question: str, reference: str, response: str, script: str = "evaluate.py"
+) -> tuple[list[dict[str, str]], int]:
+    """The release judge's request for one answer: a system and a user message, and its token cap
+    (``evaluate.py``: 256 for both templates; ``run_evaluation.py``: 64 simple, 512 detailed).
+
+    The user template is filled the way the release fills it (``str.format`` with ``question``,
+    ``ground_truth`` and ``model_answer``). The release's YAML ``detailed`` template (the one
+    ``run_evaluation.py`` uses) writes a literal ``{"pred": ...}`` that ``str.format`` cannot take
+    (the release raises ``KeyError '"pred"'`` and records a "no" for every row); its intent is kept
+    instead: the three placeholders are filled and every other brace is left as written."""
+    name = template.removeprefix("release-")
+    try:
+        chosen = _RELEASE_TEMPLATES[script][name]
+    except KeyError:
+        raise ValueError(f"no release judge template {template!r} for {script}") from None
+    values = {"question": question or "", "ground_truth": reference or "", "model_answer": response or ""}
+    try:
+        user = chosen["user"].format(**values)
+    except (KeyError, IndexError, ValueError):
+        user = re.sub(r"\{(question|ground_truth|model_answer)\}", lambda m: values[m.group(1)], chosen["user"])
+    messages = [{"role": "system", "content": chosen["system"]}, {"role": "user", "content": user}]
+    return messages, int(chosen["max_tokens"])
+
+
 class Judge:
     """Judge answers with ``model`` (a `hippocamp.models.Model`) in ``mode``; ``retries`` extra
-    attempts after a failed or unparsable judgment (the client already repairs bad JSON once)."""
+    attempts after a failed or unparsable judgment (the client already repairs bad JSON once).
 
-    def __init__(self, model: Any, mode: Mode = "robust", retries: int = 1):
-        if mode not in ("robust", "simple", "detailed", "facts"):
-            raise ValueError(f"unknown judge mode {mode!r}; choose robust, simple, detailed or facts")
+    ``template`` is what the model is asked with: ``hippocamp`` (our templates, ``prompts/judge_*.md``)
+    or the release's ``release-simple`` / ``release-detailed`` (verbatim, from ``script``'s texts and
+    token caps; their reply is read by the release's parser and ``pred`` is the verdict). The modes
+    ``release-simple`` and ``release-detailed`` are that template alone; ``robust`` with a release
+    template is our deterministic layer around the release's verdict. ``mode`` (the key of the score
+    lines) names both, e.g. ``robust+release-detailed`` or ``release-simple@run_evaluation``."""
+
+    def __init__(self, model: Any, mode: str = "robust", retries: int = 1, template: str = "hippocamp",
+                 script: str = "evaluate.py"):  # fmt: skip
+        if mode in ("release-simple", "release-detailed"):
+            mode, template = mode, mode
+        elif mode not in ("robust", "simple", "detailed", "facts"):
+            raise ValueError(f"unknown judge mode {mode!r}; choose robust, simple, detailed, facts, "
+                             "release-simple or release-detailed")  # fmt: skip
+        if template not in TEMPLATES:
+            raise ValueError(f"unknown judge template {template!r}; choose one of {', '.join(TEMPLATES)}")
+        if script not in RELEASE_SCRIPTS:
+            raise ValueError(f"unknown release script {script!r}; choose one of {', '.join(RELEASE_SCRIPTS)}")
+        if template != "hippocamp" and mode in ("simple", "detailed", "facts"):
+            if mode == "facts":
+                raise ValueError("the facts judge asks no model: a judge template does not apply to it")
+            mode = template  # our simple/detailed verdict replaced by the release's: the release's alone
         if model is None and mode != "facts":
             raise ValueError(f"the {mode} judge needs a model; the 'facts' mode runs without one")
         self.model = model
-        self.mode = mode
+        self.kind = mode
+        self.template = template
+        self.script = script
         self.retries = retries
+
+    @property
+    def mode(self) -> str:
+        """The judge's mode as score lines key it: the mode, the release template it asks with when
+        that is not its own, and ``@run_evaluation`` for that script's texts."""
+        name = self.kind if self.template in ("hippocamp", self.kind) else f"{self.kind}+{self.template}"
+        return name + ("@run_evaluation" if self.template != "hippocamp" and self.script == "run_evaluation.py" else "")
 
     @property
     def id(self) -> str:
         return "facts" if self.model is None else str(getattr(self.model, "id", self.model))
 
     def prompt(self, question: str, reference: str, response: str) -> str:
-        template = "judge_simple.md" if self.mode == "simple" else "judge_detailed.md"
+        template = "judge_simple.md" if self.kind == "simple" else "judge_detailed.md"
         text = (_PROMPTS / template).read_text(encoding="utf-8")
         values = {"question": question, "reference": reference, "response": response or "(no answer)"}
         return re.sub(r"\{(question|reference|response)\}", lambda m: values[m.group(1)], text)
 
     async def judge(self, question: str, reference: str, response: str) -> Judgment:
-        if self.mode == "facts":
+        if self.kind == "facts":
             return self._facts_only(question, reference, response)
-        facts = check_facts(question, reference, response) if self.mode == "robust" else None
+        facts = check_facts(question, reference, response) if self.kind == "robust" else None
         if not (response or "").strip():
             return Judgment(False, 0, "no answer", self.mode, judge=self.id, decided_by="facts", facts=facts)
         if facts is not None and facts.blocks:
@@ -536,11 +597,14 @@ class Judge:
         if facts is not None and facts.complete:
             why = "all key facts present: " + ", ".join(facts.matched)
             return Judgment(True, 5, why, self.mode, judge=self.id, decided_by="facts", facts=facts)
-        verdict, error, attempts = await self._ask(question, reference, response)
+        if self.template != "hippocamp":
+            verdict, error, attempts = await self._ask_release(question, reference, response)
+        else:
+            verdict, error, attempts = await self._ask(question, reference, response)
         if verdict is None:
             return Judgment(None, None, "", self.mode, "unscored", error, self.id, facts=facts, attempts=attempts)
         correct = verdict.correct
-        if self.mode != "simple":
+        if self.kind not in ("simple", "release-simple", "release-detailed") and self.template == "hippocamp":
             correct = verdict.score >= 3
         judgment = Judgment(correct, verdict.score, verdict.rationale, self.mode, judge=self.id,
                             model_correct=verdict.correct, facts=facts, attempts=attempts)  # fmt: skip
@@ -575,6 +639,31 @@ class Judge:
                 error = f"{type(exc).__name__}: {exc}"
         return None, error, self.retries + 1
 
+    async def _ask_release(
+        self, question: str, reference: str, response: str
+    ) -> tuple[Verdict | None, str | None, int]:
+        """The release's request (its messages and token cap, plain text: the release's JSON mode is not
+        asked for, since our client would then repair a bad reply, which the release never does) and its
+        reading of the reply (`hippocamp.scoring.release.parse_pred_score`). A reply without a ``pred``
+        is not retried (the release does not) and comes back unparsed: the release reads it as "no",
+        our convention leaves it unscored. An outage is retried, then unscored."""
+        from hippocamp.scoring.release import parse_pred_score
+
+        messages, cap = release_messages(self.template, question, reference, response, self.script)
+        error: str | None = None
+        for attempt in range(1, self.retries + 2):
+            try:
+                gen = await self.model.generate(messages, temperature=0.0, max_tokens=cap)
+            except Exception as exc:  # outage, timeout: try again, then unscored
+                error = f"{type(exc).__name__}: {exc}"
+                continue
+            read = parse_pred_score(gen.text)
+            if not read.found:
+                return None, f"unparsed judgment (the release reads it as no): {gen.text[:300]!r}", attempt
+            rationale = read.rationale or f"Prediction: {read.pred}, Score: {read.score}/5"
+            return Verdict(rationale=rationale, score=read.score, correct=read.pred == "yes"), None, attempt
+        return None, error, self.retries + 1
+
 
 @dataclass(frozen=True)
 class JudgeKind:
@@ -586,8 +675,9 @@ class JudgeKind:
     needs_model: bool
     about: str
 
-    def __call__(self, model: Any = None, retries: int = 1) -> Judge:
-        return Judge(model, self.name, retries)  # type: ignore[arg-type]
+    def __call__(self, model: Any = None, retries: int = 1, template: str = "hippocamp",
+                 script: str = "evaluate.py") -> Judge:  # fmt: skip
+        return Judge(model, self.name, retries, template=template, script=script)
 
 
 for _kind in (
@@ -595,6 +685,8 @@ for _kind in (
     JudgeKind("simple", True, "HippoCamp's simple template"),
     JudgeKind("detailed", True, "HippoCamp's detailed template (correct iff the score is 3 or more)"),
     JudgeKind("facts", False, "the deterministic layer alone: no model"),
+    JudgeKind("release-simple", True, "the HippoCamp release's simple template, verbatim (pred is the verdict)"),
+    JudgeKind("release-detailed", True, "the HippoCamp release's detailed template, verbatim (pred is the verdict)"),
 ):
     register("judge", _kind.name)(_kind)
 
@@ -604,11 +696,16 @@ def judge_names() -> list[str]:
     return names("judge")
 
 
-def make_judge(name: str, model: Any = None) -> Any:
-    """The registered judge ``name`` over ``model`` (None for one that needs no model)."""
+def make_judge(name: str, model: Any = None, template: str = "hippocamp", script: str = "evaluate.py") -> Any:
+    """The registered judge ``name`` over ``model`` (None for one that needs no model); ``template``
+    and ``script`` choose the release's judge template (see `Judge`) for our built-in judges."""
     kind = get("judge", name)
     if getattr(kind, "needs_model", True) and model is None:
         raise ValueError(f"the {name} judge needs a model; the 'facts' judge runs without one")
+    if isinstance(kind, JudgeKind):
+        return kind(model, template=template, script=script)
+    if template != "hippocamp":
+        raise ValueError(f"the {name} judge has its own prompts: --judge-template applies to HippoCamp's judges")
     return kind(model)
 
 

@@ -53,6 +53,8 @@ class ScoreOptions:
     #: P-ContextBench: the store's evidence recall@k (0: not measured) and the search mode it uses
     retrieval_k: int = 10
     retrieval_mode: str = "hybrid"
+    #: HippoCamp: whose conventions the headline figures follow (`hippocamp.scoring.release`)
+    convention: str = "hippocamp"
 
 
 @dataclass
@@ -130,6 +132,7 @@ async def score_run(
     progress: ScoreProgress | None = None,
     retrieval_k: int = 10,
     retrieval_mode: str = "hybrid",
+    convention: str = "hippocamp",
 ) -> ScoreReport:
     """Score every episode of ``run_dir`` not yet scored by this judge and mode, the way its
     benchmark scores (see the module doc); writes ``scores.summary.json``."""
@@ -137,6 +140,6 @@ async def score_run(
         run = RunDir.open(run_dir)
     except RunDirError as exc:
         raise ValueError(str(exc)) from None
-    options = ScoreOptions(concurrency, slack, iou, retrieval_k, retrieval_mode)
+    options = ScoreOptions(concurrency, slack, iou, retrieval_k, retrieval_mode, convention)
     report: ScoreReport = await run.benchmark.score(run, judge, options, progress)
     return report

@@ -18,7 +18,7 @@ from hippocamp.report.hippocamp import build_section, profile_run_data
 from hippocamp.runs.rundir import SUMMARY, RunDir
 from hippocamp.runs.suite import SuiteOptions
 from hippocamp.schema.run import Episode, HippoCampScoreLine, ScoreLine
-from hippocamp.scoring.hippocamp import gold_records, score_line, summarize_scores
+from hippocamp.scoring.hippocamp import answer_metric_means, gold_records, score_line, summarize_scores
 from hippocamp.scoring.judge import Panel
 from hippocamp.scoring.run_scores import ScoreOptions, ScoreProgress, ScoreReport, score_episodes, write_summary
 from hippocamp.store.indexer import Progress
@@ -65,7 +65,8 @@ class HippoCampBenchmark:
             run, mine, judge_id, mode, grade, concurrency=options.concurrency, progress=progress
         )
         lines = [s for s in run.score_lines(judge_id, mode) if isinstance(s, HippoCampScoreLine)]
-        summary = summarize_scores(lines, gold)
+        summary = summarize_scores(lines, gold, options.convention)
+        summary["answer_metrics"] = answer_metric_means(mine, gold)
         write_summary(run.path / SUMMARY, summary)
         return ScoreReport(
             scored=scored, skipped=skipped, unscored=sum(s.correct is None for s in lines),
@@ -82,6 +83,23 @@ class HippoCampBenchmark:
             f"file F1: {percent(s['file_f1_hippocamp'])} (HippoCamp convention), {percent(s['file_f1_set'])} (set)",
             f"atomic units: precision {percent(s['au_precision'])}, recall {percent(s['au_recall'])}",
         ]
+        if s.get("file_lists"):
+            paper = s["paper_file_list"]
+            for convention, label in (("hippocamp", "paths normalised"), ("release", "paths as written")):
+                cells = ", ".join(f"{name} {percent(v['f1'])}" for name, v in s["file_lists"][convention].items())
+                lines.append(f"file F1 by list ({label}): {cells}")
+            lines.append(f"the paper's file list for this agent: {paper}")
+        if s.get("accuracy_failures_as_no") is not None and s["unscored"]:
+            lines.append(f"accuracy with failed judgments counted as no (the release's policy): "
+                         f"{percent(s['accuracy_failures_as_no'])}")  # fmt: skip
+        if s.get("answer_metrics"):
+            lines.append("answer metrics (the release's): " + ", ".join(
+                f"{name} {value:.3f}" for name, value in s["answer_metrics"].items() if value is not None))  # fmt: skip
+        head = s.get("headline")
+        if head and head["convention"] != "hippocamp":
+            lines.append(f"{head['convention']} convention: accuracy {percent(head['accuracy'])}, file "
+                         f"P/R/F1 of the {head['file_list']} files {percent(head['file_precision'])}/"
+                         f"{percent(head['file_recall'])}/{percent(head['file_f1'])}")  # fmt: skip
         lines += [f"  {family}: {percent(g['mean'])} of {g['n']}" for family, g in s["by_qa_type"].items()]
         return lines
 
