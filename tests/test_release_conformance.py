@@ -250,3 +250,16 @@ def test_release_judge_verdicts_and_policies(tmp_path: Path) -> None:
     assert theirs["metrics"]["llm_judge"]["pass_rate"] == pytest.approx(1 / 3)
     assert [r["judge"]["pred"] for r in results] == ["yes", "no", "no"]
     assert [r["judge"]["api_status"] for r in results] == ["success", "error", "success"]
+
+
+def test_evaluator_outputs_are_read_back(tmp_path: Path) -> None:
+    found = _file(run_query_rows(), tmp_path, "summary.json")
+    results, _ = asyncio.run(score_release(found, None, "release-run-evaluation"))
+    out = tmp_path / "evaluation.json"
+    out.write_text(json.dumps({"results": results}), encoding="utf-8")  # wrapped, as some release files are
+    back = read_release(out)
+    assert back.shape == "results" and len(back.rows) == 17 and not back.errors
+    _, aggregate = asyncio.run(score_release(back, None, "hippocamp"))
+    assert aggregate["n"] == 17 and aggregate["hippocamp"]["answer_metrics"]["exact_match"]["mean"] == pytest.approx(
+        1 / 17
+    )
