@@ -36,6 +36,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "synth": ("hippocamp.cli.synth", "synth", "Generate synthetic profiles with exact gold trajectories."),
     "score": ("hippocamp.cli.score", "score", "Judge a run's answers and score its evidence (resumable)."),
     "report": ("hippocamp.cli.report", "report", "Markdown and HTML report of scored runs, compared pairwise."),
+    "bench": (
+        "hippocamp.cli.bench",
+        "bench_group",
+        "Measure parts of hippocamp on a suite (retrieval recall, latency).",
+    ),
     "export-release": (
         "hippocamp.cli.score",
         "export_release",

@@ -1,0 +1,79 @@
+"""``hippocamp bench retrieval``: the store's search alone against a suite's gold evidence."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from hippocamp.cli._common import fail
+from hippocamp.cli.run import _load, suite_options
+
+
+@click.group("bench")
+def bench_group() -> None:
+    """Measure parts of hippocamp on a suite."""
+
+
+def _ks(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[int, ...]:
+    try:
+        ks = tuple(sorted({int(x) for x in value.split(",") if x.strip()}))
+    except ValueError:
+        raise click.BadParameter(f"expected numbers separated by commas, e.g. 1,5,10; got {value!r}") from None
+    if not ks or ks[0] < 1:
+        raise click.BadParameter(f"every k must be 1 or more; got {value!r}")
+    return ks
+
+
+def _modes(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[str, ...]:
+    modes = tuple(dict.fromkeys(m.strip() for m in value.split(",") if m.strip()))
+    bad = [m for m in modes if m not in ("fts", "vector", "hybrid")]
+    if bad or not modes:
+        raise click.BadParameter(f"modes are fts, vector and hybrid; got {value!r}")
+    return modes
+
+
+@bench_group.command("retrieval")
+@click.option("--suite", "spec", required=True, help="A suite with gold evidence: a profile, synth:..., an "
+              "imported release or FinanceBench, a P-ContextBench persona set or LoCoMo import.")  # fmt: skip
+@click.option("--k", "ks", default="1,5,10", show_default=True, callback=_ks, help="Cut-offs, comma-separated.")
+@click.option("--modes", default="fts,vector,hybrid", show_default=True, callback=_modes)
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N questions.")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+@suite_options
+def retrieval(spec: str, ks: tuple[int, ...], modes: tuple[str, ...], limit: int | None, as_json: bool,
+              store_path: Path | None, no_ocr: bool, no_asr: bool, no_embed: bool) -> None:  # fmt: skip
+    """Recall@k of the store's search by file and by evidence unit, per mode, with latency p50/p95:
+    every question of SUITE is the query, searched within its profile or persona."""
+    from hippocamp.scoring.retrieval import cases_of, evaluate, format_table
+    from hippocamp.store.search import Searcher, SearchFilters
+
+    suite = _load(spec, store_path, no_ocr, no_asr, no_embed, quiet=as_json)
+    try:
+        cases = cases_of(suite)[:limit] if limit else cases_of(suite)
+        if not cases:
+            fail(f"suite {spec!r}: no question with gold evidence to measure retrieval on")
+        if not suite.store.has_vectors() and set(modes) & {"vector"}:
+            fail(f"suite {spec!r}: the store has no vectors (indexed with --no-embed?); use --modes fts")
+        searchers: dict[str, Any] = {}
+
+        def search(case: Any, mode: str, k: int) -> list[Any]:
+            parts = getattr(suite, "parts", None) or {}
+            store = parts[case.part].store if case.part in parts else suite.store
+            searcher = searchers.get(str(store.path))
+            if searcher is None:
+                searcher = searchers[str(store.path)] = Searcher(store)
+            return searcher.search(case.query, k=k, filters=SearchFilters(glob=case.glob), mode=mode)
+
+        results = evaluate(search, cases, modes, ks)
+    finally:
+        suite.close()
+    if as_json:
+        click.echo(json.dumps({"suite": spec, "cases": len(cases), "results": [r.as_dict() for r in results]},
+                              indent=2))  # fmt: skip
+        return
+    click.echo(f"{spec}: {len(cases)} questions with gold evidence")
+    for line in format_table(results, ks):
+        click.echo(line)
