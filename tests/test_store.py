@@ -384,3 +384,35 @@ def test_one_batch_may_replace_the_same_file_twice(tmp_path: Path, profile: Path
     assert [s.text for s in store.segments_of("Documents/Lease (final) & signed.pdf")] == ["Only one page now"]
     assert store.db.execute("SELECT COUNT(*) FROM fts").fetchone()[0] == store.counts()["segments"] == 1
     assert Searcher(store).search("landlord", mode="fts") == []
+
+
+def test_query_words_expand_periods_and_paths_have_words():
+    from hippocamp.store.search import expand_words, path_words
+
+    assert expand_words(["fy2018", "capex", "q2", "2019"]) == ["fy2018", "capex", "q2", "2019", "2018"]
+    assert expand_words(["10k"]) == ["10k", "10"] and expand_words(["h2o"]) == ["h2o"]  # one digit: no run
+    assert path_words("Best Buy/2019/BESTBUY_2019_10K.pdf") == {"best", "buy", "2019", "bestbuy", "10", "k", "pdf"}
+
+
+def test_hybrid_fuses_normalised_scores_and_the_file_prior(tmp_path: Path):
+    root = tmp_path / "Filings"
+    make_pdf(root / "Acme/2018/ACME_2018_10K.pdf", ["Capital expenditure was 120 million in the year"])
+    make_pdf(root / "Acme/2019/ACME_2019_10K.pdf", ["Capital expenditure was 150 million in the year"])
+    make_pdf(root / "Other/2018/OTHER_2018_10K.pdf", ["Capital expenditure was 90 million in the year"])
+    store = open_store(tmp_path, root)
+    index_profile(root, store, OPTS)
+    # "FY2018" reaches the year in the paths; "Acme" the company: the file prior puts that filing first
+    hits = Searcher(store).search("What was Acme's FY2018 capital expenditure?", k=3)
+    assert hits[0].path == "Acme/2018/ACME_2018_10K.pdf"
+    assert Searcher(store).search("FY2019 capex", k=1, mode="fts")[0].path == "Acme/2019/ACME_2019_10K.pdf"
+    # without the prior, the three near-identical pages score alike: the path decided
+    plain = Searcher(store, path_weight=0.0).search("What was Acme's FY2018 capital expenditure?", k=3)
+    assert plain[0].score - plain[-1].score < hits[0].score - hits[-1].score
+    # the fused score: each list min-max normalised, BM25 weighted by fusion_weight
+    only_fts = Searcher(store, fusion_weight=1.0, path_weight=0.0)
+    assert [h.path for h in only_fts.search("capital expenditure", k=3)] == [
+        h.path for h in Searcher(store).search("capital expenditure", k=3, mode="fts")
+    ]
+    assert only_fts.search("capital expenditure", k=1)[0].score == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="fusion_weight"):
+        Searcher(store, fusion_weight=1.5)

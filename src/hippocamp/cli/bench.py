@@ -41,10 +41,15 @@ def _modes(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[st
 @click.option("--k", "ks", default="1,5,10", show_default=True, callback=_ks, help="Cut-offs, comma-separated.")
 @click.option("--modes", default="fts,vector,hybrid", show_default=True, callback=_modes)
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N questions.")
+@click.option("--fusion-weight", type=click.FloatRange(0, 1), default=None,
+              help="Hybrid: BM25's share of the fused score (default: the searcher's).")  # fmt: skip
+@click.option("--path-weight", type=click.FloatRange(min=0), default=None,
+              help="Hybrid: the weight of the file prior (query words in the file's path; 0: off).")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @suite_options
-def retrieval(spec: str, ks: tuple[int, ...], modes: tuple[str, ...], limit: int | None, as_json: bool,
-              store_path: Path | None, no_ocr: bool, no_asr: bool, no_embed: bool) -> None:  # fmt: skip
+def retrieval(spec: str, ks: tuple[int, ...], modes: tuple[str, ...], limit: int | None, fusion_weight: float | None,
+              path_weight: float | None, as_json: bool, store_path: Path | None, no_ocr: bool, no_asr: bool,
+              no_embed: bool) -> None:  # fmt: skip
     """Recall@k of the store's search by file and by evidence unit, per mode, with latency p50/p95:
     every question of SUITE is the query, searched within its profile or persona."""
     from hippocamp.scoring.retrieval import cases_of, evaluate, format_table
@@ -64,7 +69,9 @@ def retrieval(spec: str, ks: tuple[int, ...], modes: tuple[str, ...], limit: int
             store = parts[case.part].store if case.part in parts else suite.store
             searcher = searchers.get(str(store.path))
             if searcher is None:
-                searcher = searchers[str(store.path)] = Searcher(store)
+                settings = {k: v for k, v in (("fusion_weight", fusion_weight), ("path_weight", path_weight))
+                            if v is not None}  # fmt: skip
+                searcher = searchers[str(store.path)] = Searcher(store, **settings)
             return searcher.search(case.query, k=k, filters=SearchFilters(glob=case.glob), mode=mode)
 
         results = evaluate(search, cases, modes, ks)
