@@ -381,7 +381,8 @@ class Searcher:
         return {code: value / best for code, value in found.items()} if best > 0 else {}
 
     def _path_index(self, generation: Any) -> dict[str, dict[int, float]]:
-        """Word -> {path code: the word's idf over the store's files}, once per store generation."""
+        """Word -> {path code: the word's idf over the store's files}, once per store generation; words
+        in more than half of the files are left out (from 4 files on)."""
         if self._paths is None or self._paths[0] != generation:
             catalog = self._load_catalog(generation)
             by_word: dict[str, list[int]] = {}
@@ -389,7 +390,13 @@ class Searcher:
                 for word in path_words(path):
                     by_word.setdefault(word, []).append(code)
             n = len(catalog.paths)
-            index = {w: dict.fromkeys(codes, math.log(1.0 + n / len(codes))) for w, codes in by_word.items()}
+            # a word in half the files or more ("pdf", "documents") tells files apart too little to be
+            # worth its cost on a large store (every such file would be touched by every query naming it)
+            index = {
+                w: dict.fromkeys(codes, math.log(1.0 + n / len(codes)))
+                for w, codes in by_word.items()
+                if n < 4 or 2 * len(codes) <= n
+            }
             self._paths = (generation, index)
         return self._paths[1]
 
