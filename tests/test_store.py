@@ -416,3 +416,34 @@ def test_hybrid_fuses_normalised_scores_and_the_file_prior(tmp_path: Path):
     assert only_fts.search("capital expenditure", k=1)[0].score == pytest.approx(1.0)
     with pytest.raises(ValueError, match="fusion_weight"):
         Searcher(store, fusion_weight=1.5)
+
+
+def test_a_message_gains_from_its_neighbours_in_the_conversation(tmp_path: Path):
+    store = Store(tmp_path / "chat.sqlite", root=tmp_path)
+    logs = {
+        "chat/session_1.txt": ["Are you coming to the picnic on Sunday?", "Yes, bringing lemonade and the dog",
+                               "Great, see you there"],
+        "chat/session_2.txt": ["Lemon prices went up again", "The dog needs a walk", "Sunday the shop is closed",
+                               "Bring the blue umbrella", "Coming home late tonight"],
+    }  # fmt: skip
+    embedder = HashEmbedder()
+    with store.transaction() as db:
+        for path, messages in logs.items():
+            fid = db.execute("INSERT INTO files (path, modality, type, status, indexed_at) VALUES (?, 'text', 'txt', "
+                             "'ok', 0)", (path,)).lastrowid  # fmt: skip
+            vectors = embedder.embed(messages)
+            for i, text in enumerate(messages):
+                locator = json.dumps({"unit": "message", "position": {"id": f"{path}:{i}"}})
+                sid = db.execute("INSERT INTO segments (file_id, ordinal, modality, text, locator) VALUES (?, ?, "
+                                 "'text', ?, ?)", (fid, i, text, locator)).lastrowid  # fmt: skip
+                db.execute("INSERT INTO fts (rowid, text, path) VALUES (?, ?, ?)", (sid, text, path))
+                db.execute("INSERT INTO vectors (segment_id, vector) VALUES (?, ?)", (sid, vectors[i].tobytes()))
+    question = "Who is coming to the picnic?"
+
+    def rank(searcher: Searcher) -> int:
+        texts = [h.text for h in searcher.search(question, k=8)]
+        return texts.index("Yes, bringing lemonade and the dog") + 1
+
+    alone = rank(Searcher(store, embedder=embedder, context_weight=0.0, path_weight=0.0))
+    together = rank(Searcher(store, embedder=embedder, path_weight=0.0))
+    assert together == 2 < alone  # the reply right after the question that names the picnic

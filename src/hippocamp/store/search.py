@@ -14,7 +14,10 @@ to [0, 1] and the two are combined, ``fusion_weight`` for BM25 and the rest for 
 segment missing from a list scores 0 there). Then a **file prior** is added, ``path_weight`` times
 how well the query's words name the segment's file: the idf-weighted share (over the store's files)
 of the query words found among the words of its path (folders, file name), normalised by the best
-file. Reciprocal-rank fusion (`_rrf`, the former default) lost to its best part on both dev slices
+file. A message of a conversation (locator unit ``message``) also gains ``context_weight`` times the
+fused score of its best neighbour among the candidates (the message before or after it in the same
+log): the turns of a conversation answer together, and the reply rarely repeats the question's
+words. Reciprocal-rank fusion (`_rrf`, the former default) lost to its best part on both dev slices
 (FinanceBench: vectors win; LoCoMo: BM25 wins); the normalised fusion with the file prior beats
 both there (bench/RESULTS.md: weights chosen on the even-numbered questions, reported on the odd).
 """
@@ -34,6 +37,7 @@ from hippocamp.store.bm25 import COLUMN_WEIGHTS, MemoryBM25
 from hippocamp.store.db import Store, to_segment
 
 __all__ = [
+    "CONTEXT_WEIGHT",
     "FUSION_WEIGHT",
     "PATH_WEIGHT",
     "Hit",
@@ -52,6 +56,8 @@ RRF_K = 60
 FUSION_WEIGHT = 0.5
 #: hybrid: the weight of the file prior (query words naming the file's path) added to the fused score
 PATH_WEIGHT = 0.3
+#: hybrid: a message of a conversation also gets this share of its best neighbouring message's score
+CONTEXT_WEIGHT = 0.5
 #: hybrid: how deep each list is read before fusing
 HYBRID_POOL = 100
 #: from this many segments on, query words found in half the rows or more are left out of BM25
@@ -174,6 +180,8 @@ class _Catalog:
     type_codes: np.ndarray  # index into `types`
     types: list[str]
     times: np.ndarray  # '' when the segment has no time
+    ordinals: np.ndarray  # the segment's place in its file
+    chat: np.ndarray  # True for a message of a conversation (locator unit "message")
     masks: dict[SearchFilters, np.ndarray | None] = field(default_factory=dict)
 
 
@@ -200,11 +208,13 @@ class Searcher:
         bm25_in_memory: bool | None = None,
         fusion_weight: float = FUSION_WEIGHT,
         path_weight: float = PATH_WEIGHT,
+        context_weight: float = CONTEXT_WEIGHT,
     ):
         if not 0.0 <= fusion_weight <= 1.0:
             raise ValueError(f"fusion_weight must be between 0 and 1, got {fusion_weight}")
-        if path_weight < 0.0:
-            raise ValueError(f"path_weight must be 0 or more, got {path_weight}")
+        if path_weight < 0.0 or context_weight < 0.0:
+            raise ValueError(f"path_weight and context_weight must be 0 or more, got {path_weight}, {context_weight}")
+        self.context_weight = context_weight
         self.fusion_weight = fusion_weight
         self.path_weight = path_weight
         self._paths: tuple[Any, dict[str, dict[int, float]]] | None = None
@@ -360,14 +370,25 @@ class Searcher:
             for sid, value in items:
                 share = (value - low) / span if span > 0 else 1.0
                 scores[sid] = scores.get(sid, 0.0) + weights[name] * share
-        if self.path_weight > 0 and scores:
+        if not scores:
+            return []
+        catalog = self._load_catalog(generation)
+        ids = np.fromiter(scores, dtype=np.int64, count=len(scores))
+        at = np.searchsorted(catalog.ids, ids)
+        codes = catalog.path_codes[at].tolist()
+        if self.context_weight > 0 and catalog.chat[at].any():
+            # a conversation's turns answer together: a message gains from its best neighbour (the
+            # message before or after it in the same log) among the candidates
+            ordinals, chat = catalog.ordinals[at].tolist(), catalog.chat[at].tolist()
+            fused = {(c, o): scores[sid] for sid, c, o, m in zip(ids.tolist(), codes, ordinals, chat, strict=True) if m}
+            for sid, c, o, m in zip(ids.tolist(), codes, ordinals, chat, strict=True):
+                if m:
+                    near = max(fused.get((c, o - 1), 0.0), fused.get((c, o + 1), 0.0))
+                    scores[sid] += self.context_weight * near
+        if self.path_weight > 0:
             prior = self._file_prior(query, generation)
-            if prior:
-                catalog = self._load_catalog(generation)
-                ids = np.fromiter(scores, dtype=np.int64, count=len(scores))
-                codes = catalog.path_codes[np.searchsorted(catalog.ids, ids)]
-                for sid, code in zip(ids.tolist(), codes.tolist(), strict=True):
-                    scores[sid] += self.path_weight * prior.get(code, 0.0)
+            for sid, code in zip(ids.tolist(), codes, strict=True):
+                scores[sid] += self.path_weight * prior.get(code, 0.0)
         return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
     def _file_prior(self, query: str, generation: Any) -> dict[int, float]:
@@ -404,7 +425,8 @@ class Searcher:
         if self._catalog is not None and self._catalog.generation == generation:
             return self._catalog
         rows = self.store.db.execute(
-            "SELECT s.id, f.path, s.modality, f.type, COALESCE(s.time, '')"
+            "SELECT s.id, f.path, s.modality, f.type, COALESCE(s.time, ''), s.ordinal,"
+            ' COALESCE(instr(s.locator, \'"unit": "message"\'), 0) > 0'
             " FROM segments s JOIN files f ON f.id = s.file_id ORDER BY s.id"
         ).fetchall()
         paths: dict[str, int] = {}
@@ -424,6 +446,8 @@ class Searcher:
             type_codes=codes(3, types),
             types=list(types),
             times=np.array([r[4] for r in rows], dtype=str),
+            ordinals=np.fromiter((r[5] for r in rows), dtype=np.int64, count=len(rows)),
+            chat=np.fromiter((bool(r[6]) for r in rows), dtype=bool, count=len(rows)),
         )
         return self._catalog
 
