@@ -418,32 +418,47 @@ def test_hybrid_fuses_normalised_scores_and_the_file_prior(tmp_path: Path):
         Searcher(store, fusion_weight=1.5)
 
 
-def test_a_message_gains_from_its_neighbours_in_the_conversation(tmp_path: Path):
+def _chat_store(tmp_path: Path, logs: dict[str, list[tuple[str, str]]]) -> tuple[Store, HashEmbedder]:
+    """A store of conversation logs: path -> [(sender, message)], each message a segment with a message
+    locator, its sender in the meta, a BM25 row and a hash vector."""
     store = Store(tmp_path / "chat.sqlite", root=tmp_path)
-    logs = {
-        "chat/session_1.txt": ["Are you coming to the picnic on Sunday?", "Yes, bringing lemonade and the dog",
-                               "Great, see you there"],
-        "chat/session_2.txt": ["Lemon prices went up again", "The dog needs a walk", "Sunday the shop is closed",
-                               "Bring the blue umbrella", "Coming home late tonight"],
-    }  # fmt: skip
     embedder = HashEmbedder()
     with store.transaction() as db:
         for path, messages in logs.items():
             fid = db.execute("INSERT INTO files (path, modality, type, status, indexed_at) VALUES (?, 'text', 'txt', "
                              "'ok', 0)", (path,)).lastrowid  # fmt: skip
-            vectors = embedder.embed(messages)
-            for i, text in enumerate(messages):
+            vectors = embedder.embed([text for _, text in messages])
+            for i, (sender, text) in enumerate(messages):
                 locator = json.dumps({"unit": "message", "position": {"id": f"{path}:{i}"}})
-                sid = db.execute("INSERT INTO segments (file_id, ordinal, modality, text, locator) VALUES (?, ?, "
-                                 "'text', ?, ?)", (fid, i, text, locator)).lastrowid  # fmt: skip
+                meta = json.dumps({"sender": sender})
+                sid = db.execute("INSERT INTO segments (file_id, ordinal, modality, text, locator, meta) VALUES (?, ?, "
+                                 "'text', ?, ?, ?)", (fid, i, text, locator, meta)).lastrowid  # fmt: skip
                 db.execute("INSERT INTO fts (rowid, text, path) VALUES (?, ?, ?)", (sid, text, path))
                 db.execute("INSERT INTO vectors (segment_id, vector) VALUES (?, ?)", (sid, vectors[i].tobytes()))
+    return store, embedder
+
+
+def test_a_message_gains_from_its_neighbours_and_its_named_speaker(tmp_path: Path):
+    store, embedder = _chat_store(tmp_path, {
+        "chat/session_1.txt": [("Mel", "Are you coming to the picnic on Sunday?"),
+                               ("Cara", "Yes, bringing lemonade and the dog"), ("Mel", "Great, see you there")],
+        "chat/session_2.txt": [("Mel", "Lemon prices went up again"), ("Cara", "The dog needs a walk"),
+                               ("Mel", "Sunday the shop is closed"), ("Cara", "Bring the blue umbrella"),
+                               ("Mel", "Coming home late tonight")],
+    })  # fmt: skip
     question = "Who is coming to the picnic?"
 
-    def rank(searcher: Searcher) -> int:
-        texts = [h.text for h in searcher.search(question, k=8)]
-        return texts.index("Yes, bringing lemonade and the dog") + 1
+    def rank(searcher: Searcher, query: str, text: str) -> int:
+        return [h.text for h in searcher.search(query, k=8)].index(text) + 1
 
-    alone = rank(Searcher(store, embedder=embedder, context_weight=0.0, path_weight=0.0))
-    together = rank(Searcher(store, embedder=embedder, path_weight=0.0))
+    reply = "Yes, bringing lemonade and the dog"
+    alone = rank(Searcher(store, embedder=embedder, context_weight=0.0, path_weight=0.0), question, reply)
+    together = rank(Searcher(store, embedder=embedder, path_weight=0.0), question, reply)
     assert together == 2 < alone  # the reply right after the question that names the picnic
+    # a question naming a speaker lifts what that speaker said
+    asked = "What does Cara say about the dog?"
+    plain = Searcher(store, embedder=embedder, speaker_weight=0.0, context_weight=0.0, path_weight=0.0)
+    named = Searcher(store, embedder=embedder, context_weight=0.0, path_weight=0.0)
+    assert named.search(asked, k=1)[0].meta["sender"] == "Cara"
+    cara = [h for h in named.search(asked, k=8) if h.meta["sender"] == "Cara"]
+    assert all(h.score > p.score for h in cara for p in plain.search(asked, k=8) if p.segment_id == h.segment_id)

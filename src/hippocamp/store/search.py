@@ -17,7 +17,8 @@ of the query words found among the words of its path (folders, file name), norma
 file. A message of a conversation (locator unit ``message``) also gains ``context_weight`` times the
 fused score of its best neighbour among the candidates (the message before or after it in the same
 log): the turns of a conversation answer together, and the reply rarely repeats the question's
-words. Reciprocal-rank fusion (`_rrf`, the former default) lost to its best part on both dev slices
+words. A segment whose speaker, sender or author the query names by a word of the name gains
+``speaker_weight``. Reciprocal-rank fusion (`_rrf`, the former default) lost to its best part on both dev slices
 (FinanceBench: vectors win; LoCoMo: BM25 wins); the normalised fusion with the file prior beats
 both there (bench/RESULTS.md: weights chosen on the even-numbered questions, reported on the odd).
 """
@@ -40,6 +41,7 @@ __all__ = [
     "CONTEXT_WEIGHT",
     "FUSION_WEIGHT",
     "PATH_WEIGHT",
+    "SPEAKER_WEIGHT",
     "Hit",
     "Mode",
     "SearchFilters",
@@ -58,6 +60,8 @@ FUSION_WEIGHT = 0.5
 PATH_WEIGHT = 0.3
 #: hybrid: a message of a conversation also gets this share of its best neighbouring message's score
 CONTEXT_WEIGHT = 0.5
+#: hybrid: added to a segment whose speaker or sender the query names ("What did Caroline ...")
+SPEAKER_WEIGHT = 0.1
 #: hybrid: how deep each list is read before fusing
 HYBRID_POOL = 100
 #: from this many segments on, query words found in half the rows or more are left out of BM25
@@ -182,6 +186,8 @@ class _Catalog:
     times: np.ndarray  # '' when the segment has no time
     ordinals: np.ndarray  # the segment's place in its file
     chat: np.ndarray  # True for a message of a conversation (locator unit "message")
+    speaker_codes: np.ndarray  # index into `speakers`; -1 when the segment names none
+    speakers: list[str]
     masks: dict[SearchFilters, np.ndarray | None] = field(default_factory=dict)
 
 
@@ -209,12 +215,14 @@ class Searcher:
         fusion_weight: float = FUSION_WEIGHT,
         path_weight: float = PATH_WEIGHT,
         context_weight: float = CONTEXT_WEIGHT,
+        speaker_weight: float = SPEAKER_WEIGHT,
     ):
         if not 0.0 <= fusion_weight <= 1.0:
             raise ValueError(f"fusion_weight must be between 0 and 1, got {fusion_weight}")
         if path_weight < 0.0 or context_weight < 0.0:
             raise ValueError(f"path_weight and context_weight must be 0 or more, got {path_weight}, {context_weight}")
         self.context_weight = context_weight
+        self.speaker_weight = max(0.0, speaker_weight)
         self.fusion_weight = fusion_weight
         self.path_weight = path_weight
         self._paths: tuple[Any, dict[str, dict[int, float]]] | None = None
@@ -385,6 +393,12 @@ class Searcher:
                 if m:
                     near = max(fused.get((c, o - 1), 0.0), fused.get((c, o + 1), 0.0))
                     scores[sid] += self.context_weight * near
+        if self.speaker_weight > 0 and catalog.speakers:
+            named = _named(query, catalog.speakers)
+            if named:
+                for sid, code in zip(ids.tolist(), catalog.speaker_codes[at].tolist(), strict=True):
+                    if code in named:
+                        scores[sid] += self.speaker_weight
         if self.path_weight > 0:
             prior = self._file_prior(query, generation)
             for sid, code in zip(ids.tolist(), codes, strict=True):
@@ -426,10 +440,13 @@ class Searcher:
             return self._catalog
         rows = self.store.db.execute(
             "SELECT s.id, f.path, s.modality, f.type, COALESCE(s.time, ''), s.ordinal,"
-            ' COALESCE(instr(s.locator, \'"unit": "message"\'), 0) > 0'
+            ' COALESCE(instr(s.locator, \'"unit": "message"\'), 0) > 0,'
+            " CASE WHEN json_valid(s.meta) THEN COALESCE(json_extract(s.meta, '$.sender'),"
+            " json_extract(s.meta, '$.from'), json_extract(s.meta, '$.author'), '') ELSE '' END"
             " FROM segments s JOIN files f ON f.id = s.file_id ORDER BY s.id"
         ).fetchall()
         paths: dict[str, int] = {}
+        speakers: dict[str, int] = {}
         modalities: dict[str, int] = {}
         types: dict[str, int] = {}
 
@@ -448,7 +465,14 @@ class Searcher:
             times=np.array([r[4] for r in rows], dtype=str),
             ordinals=np.fromiter((r[5] for r in rows), dtype=np.int64, count=len(rows)),
             chat=np.fromiter((bool(r[6]) for r in rows), dtype=bool, count=len(rows)),
+            speaker_codes=np.fromiter(
+                (speakers.setdefault(str(r[7]), len(speakers)) if r[7] else -1 for r in rows),
+                dtype=np.int32,
+                count=len(rows),
+            ),
+            speakers=[],
         )
+        self._catalog.speakers = list(speakers)
         return self._catalog
 
     def _load_bm25(self, generation: Any) -> MemoryBM25:
@@ -504,6 +528,21 @@ class Searcher:
         top = np.argpartition(-scores, n - 1)[:n]
         top = top[np.argsort(-scores[top])]
         return [(int(m.ids[i]), float(scores[i])) for i in top]
+
+
+_EMAIL = re.compile(r"<[^>]*>|\S+@\S+")
+
+
+def _named(query: str, speakers: list[str]) -> set[int]:
+    """The codes of the speakers (senders, authors) a query names by a word of their name of three
+    letters or more ("Caroline" for "Caroline", "Anna Berg <anna@x.org>"; not a stop word)."""
+    words = set(query_words(query))
+    out = set()
+    for code, name in enumerate(speakers):
+        tokens = re.findall(r"[^\W\d_]{3,}", _EMAIL.sub(" ", name.lower()))
+        if any(t in words and t not in _STOP for t in tokens):
+            out.add(code)
+    return out
 
 
 def _mask(c: _Catalog, f: SearchFilters, store: Store) -> np.ndarray | None:
