@@ -188,6 +188,8 @@ class _Catalog:
     chat: np.ndarray  # True for a message of a conversation (locator unit "message")
     speaker_codes: np.ndarray  # index into `speakers`; -1 when the segment names none
     speakers: list[str]
+    #: word -> speaker codes (`_speaker_index`), built at the first query that needs it
+    speaker_index: dict[str, set[int]] | None = None
     masks: dict[SearchFilters, np.ndarray | None] = field(default_factory=dict)
 
 
@@ -394,7 +396,9 @@ class Searcher:
                     near = max(fused.get((c, o - 1), 0.0), fused.get((c, o + 1), 0.0))
                     scores[sid] += self.context_weight * near
         if self.speaker_weight > 0 and catalog.speakers:
-            named = _named(query, catalog.speakers)
+            if catalog.speaker_index is None:
+                catalog.speaker_index = _speaker_index(catalog.speakers)
+            named = {code for w in query_words(query) for code in catalog.speaker_index.get(w, ())}
             if named:
                 for sid, code in zip(ids.tolist(), catalog.speaker_codes[at].tolist(), strict=True):
                     if code in named:
@@ -533,16 +537,15 @@ class Searcher:
 _EMAIL = re.compile(r"<[^>]*>|\S+@\S+")
 
 
-def _named(query: str, speakers: list[str]) -> set[int]:
-    """The codes of the speakers (senders, authors) a query names by a word of their name of three
-    letters or more ("Caroline" for "Caroline", "Anna Berg <anna@x.org>"; not a stop word)."""
-    words = set(query_words(query))
-    out = set()
+def _speaker_index(speakers: list[str]) -> dict[str, set[int]]:
+    """Word -> the codes of the speakers (senders, authors) whose name has it: words of three letters
+    or more, not stop words, e-mail addresses left out ("Anna Berg <anna@x.org>": anna, berg)."""
+    index: dict[str, set[int]] = {}
     for code, name in enumerate(speakers):
-        tokens = re.findall(r"[^\W\d_]{3,}", _EMAIL.sub(" ", name.lower()))
-        if any(t in words and t not in _STOP for t in tokens):
-            out.add(code)
-    return out
+        for token in re.findall(r"[^\W\d_]{3,}", _EMAIL.sub(" ", name.lower())):
+            if token not in _STOP:
+                index.setdefault(token, set()).add(code)
+    return index
 
 
 def _mask(c: _Catalog, f: SearchFilters, store: Store) -> np.ndarray | None:
