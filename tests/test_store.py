@@ -19,7 +19,7 @@ from hippocamp.models import embedding
 from hippocamp.perceive.base import PerceiveOptions
 from hippocamp.store import IndexOptions, Searcher, SearchFilters, Store, index_profile
 from hippocamp.store.gold import export_gold
-from hippocamp.store.search import _rrf, fts_query
+from hippocamp.store.search import _prior_words, _rrf, fts_query
 
 
 @registry.register("embedder", "test-hash")
@@ -391,7 +391,9 @@ def test_query_words_expand_periods_and_paths_have_words():
 
     assert expand_words(["fy2018", "capex", "q2", "2019"]) == ["fy2018", "capex", "q2", "2019", "2018"]
     assert expand_words(["10k"]) == ["10k", "10"] and expand_words(["h2o"]) == ["h2o"]  # one digit: no run
-    assert path_words("Best Buy/2019/BESTBUY_2019_10K.pdf") == {"best", "buy", "2019", "bestbuy", "10", "k", "pdf"}
+    assert path_words("Best Buy/2019/BESTBUY_2019_10K.pdf") == {"best", "buy", "2019", "bestbuy", "10", "k", "10k",
+                                                                 "pdf"}  # fmt: skip
+    assert {"2023q", "q2", "07"} <= path_words("AMCOR_2023Q2_10Q.pdf") | path_words("8K_dated-2022-07-01.pdf")
 
 
 def test_hybrid_fuses_normalised_scores_and_the_file_prior(tmp_path: Path):
@@ -405,6 +407,8 @@ def test_hybrid_fuses_normalised_scores_and_the_file_prior(tmp_path: Path):
     hits = Searcher(store).search("What was Acme's FY2018 capital expenditure?", k=3)
     assert hits[0].path == "Acme/2018/ACME_2018_10K.pdf"
     assert Searcher(store).search("FY2019 capex", k=1, mode="fts")[0].path == "Acme/2019/ACME_2019_10K.pdf"
+    # a month by name finds its number in a file name; a quarter its letter-digit pair
+    assert _prior_words("filed in July, Q2") == ["filed", "july", "q2", "07"]
     # without the prior, the three near-identical pages score alike: the path decided
     plain = Searcher(store, path_weight=0.0).search("What was Acme's FY2018 capital expenditure?", k=3)
     assert plain[0].score - plain[-1].score < hits[0].score - hits[-1].score

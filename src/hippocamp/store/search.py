@@ -25,6 +25,7 @@ both there (bench/RESULTS.md: weights chosen on the even-numbered questions, rep
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from concurrent.futures import ThreadPoolExecutor
@@ -94,10 +95,29 @@ def expand_words(words: list[str]) -> list[str]:
     return list(dict.fromkeys([*words, *extra]))
 
 
+_MONTHS = {m: f"{i:02d}" for i, m in enumerate(
+    ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+     "november", "december"), start=1)}  # fmt: skip
+_MONTHS.update({m[:3]: n for m, n in list(_MONTHS.items())} | {"sept": "09"})
+
+
 def path_words(path: str) -> set[str]:
-    """The words of a path as the file prior compares them: runs of letters and runs of digits,
-    lower case ("Best Buy/2019/BESTBUY_2019_10K.pdf": best, buy, 2019, bestbuy, 10, k, pdf)."""
-    return set(re.findall(r"[^\W\d_]+|\d+", path.lower()))
+    """The words of a path as the file prior compares them, lower case: runs of letters, runs of
+    digits, and each letter run with the digit run beside it ("Best Buy/2019/BESTBUY_2023Q2_10K.pdf":
+    best, buy, 2019, bestbuy, 2023, q, 2, 10, k, pdf, 2023q, q2, 10k)."""
+    words: set[str] = set()
+    for chunk in re.findall(r"[^\W_]+", path.lower()):
+        runs = re.findall(r"[^\W\d_]+|\d+", chunk)
+        words.update(runs)
+        words.update(a + b for a, b in itertools.pairwise(runs))
+    return words
+
+
+def _prior_words(query: str) -> list[str]:
+    """The query's words for the file prior: `expand_words`, and a month's name also as its number
+    ("July" finds the "07" of "8K_dated-2022-07-01")."""
+    words = expand_words(query_words(query))
+    return list(dict.fromkeys([*words, *(_MONTHS[w] for w in words if w in _MONTHS)]))
 
 
 def fts_query(text: str | list[str]) -> str | None:
@@ -413,7 +433,7 @@ class Searcher:
         """Path code -> how well the query's words name that file (see the module doc), in [0, 1]."""
         index = self._path_index(generation)
         found: dict[int, float] = {}
-        for word in expand_words(query_words(query)):
+        for word in _prior_words(query):
             for code, idf in index.get(word, {}).items():
                 found[code] = found.get(code, 0.0) + idf
         best = max(found.values(), default=0.0)
