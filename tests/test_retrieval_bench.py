@@ -30,6 +30,14 @@ def test_recall_at_k_by_file_and_unit() -> None:
     assert lines[0].startswith("| mode | file R@1") and "| fts | 0.500 | 0.500 | 1.000 | 0.000 |" in lines[2]
 
 
+def test_ranked_file_recall() -> None:
+    case = RetrievalCase("q1", "rent?", "factual", gold_files=["a.pdf", "b.eml"], gold_units=atomic_units(["a.pdf"]))
+    (result,) = evaluate(lambda c, m, k: [hit("c.txt")], [case], ["hybrid"], (1, 2),
+                         rank_files=lambda c, m, k: ["./a.pdf", "c.txt", "b.eml"][:k])  # fmt: skip
+    assert result.ranked_file_recall == {1: 0.5, 2: 0.5} and result.file_recall == {1: 0.0, 2: 0.0}
+    assert "ranked file R@1" in format_table([result], (1, 2))[0]
+
+
 def test_persona_cases_count_fragments() -> None:
     case = RetrievalCase("c1", "who?", "T1", case={"supporting_fragments": ["f1", "f2"]},
                          fragment_of={"m1": "f1", "m9": "f2"})  # fmt: skip

@@ -420,6 +420,14 @@ def test_hybrid_fuses_normalised_scores_and_the_file_prior(tmp_path: Path):
     assert only_fts.search("capital expenditure", k=1)[0].score == pytest.approx(1.0)
     with pytest.raises(ValueError, match="fusion_weight"):
         Searcher(store, fusion_weight=1.5)
+    # the file ranking: segments grouped by file, a file scored by the sum of its best segments
+    searcher = Searcher(store)
+    files = searcher.search_files("What was Acme's FY2018 capital expenditure?", k=2)
+    segments = searcher.search("What was Acme's FY2018 capital expenditure?", k=100)
+    assert files[0].path == "Acme/2018/ACME_2018_10K.pdf" and len(files) == 2
+    best = files[0]
+    assert best.score == pytest.approx(sum(h.score for h in segments if h.path == best.path))
+    assert all(h.path == best.path for h in best.hits)
 
 
 def _chat_store(tmp_path: Path, logs: dict[str, list[tuple[str, str]]]) -> tuple[Store, HashEmbedder]:

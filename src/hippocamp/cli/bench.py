@@ -64,7 +64,7 @@ def retrieval(spec: str, ks: tuple[int, ...], modes: tuple[str, ...], limit: int
             fail(f"suite {spec!r}: the store has no vectors (indexed with --no-embed?); use --modes fts")
         searchers: dict[str, Any] = {}
 
-        def search(case: Any, mode: str, k: int) -> list[Any]:
+        def searcher_for(case: Any) -> Any:
             parts = getattr(suite, "parts", None) or {}
             store = parts[case.part].store if case.part in parts else suite.store
             searcher = searchers.get(str(store.path))
@@ -72,9 +72,16 @@ def retrieval(spec: str, ks: tuple[int, ...], modes: tuple[str, ...], limit: int
                 settings = {k: v for k, v in (("fusion_weight", fusion_weight), ("path_weight", path_weight))
                             if v is not None}  # fmt: skip
                 searcher = searchers[str(store.path)] = Searcher(store, **settings)
-            return searcher.search(case.query, k=k, filters=SearchFilters(glob=case.glob), mode=mode)
+            return searcher
 
-        results = evaluate(search, cases, modes, ks)
+        def search(case: Any, mode: str, k: int) -> list[Any]:
+            return searcher_for(case).search(case.query, k=k, filters=SearchFilters(glob=case.glob), mode=mode)
+
+        def rank_files(case: Any, mode: str, k: int) -> list[str]:
+            found = searcher_for(case).search_files(case.query, k=k, filters=SearchFilters(glob=case.glob), mode=mode)
+            return [f.path for f in found]
+
+        results = evaluate(search, cases, modes, ks, rank_files)
     finally:
         suite.close()
     if as_json:

@@ -8,6 +8,9 @@ or persona) and the top hits are compared with the gold:
   atomic units, `hippocamp.scoring.evidence.atomic_units`, that some top-k hit's unit matches: a page
   hit matches a page, a time span an overlapping span; evidence without a locator is a whole-file
   unit, so a hit anywhere in that file matches it);
+* with ``rank_files`` (HippoCamp suites), **ranked-file recall@k**: the share of the gold files among
+  the top k of the file ranking (`hippocamp.store.search.Searcher.search_files`), which answers "which
+  file" where the segment ranking answers "which page";
 * **P-ContextBench suites** (personas, LoCoMo imports): unit recall@k is the share of the case's
   supporting messages and events reached (`hippocamp.scoring.pcontext.fragment_recall`); there are no
   files to recall.
@@ -59,10 +62,13 @@ class ModeResult:
     by_category: dict[str, dict[int, float | None]]
     p50_ms: float
     p95_ms: float
+    #: recall@k of the gold files among the top k of the file ranking (None: not measured)
+    ranked_file_recall: dict[int, float | None] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {"mode": self.mode, "n": self.n, "file_recall": self.file_recall, "unit_recall": self.unit_recall,
-                "by_category": self.by_category, "p50_ms": self.p50_ms, "p95_ms": self.p95_ms}  # fmt: skip
+                "ranked_file_recall": self.ranked_file_recall, "by_category": self.by_category,
+                "p50_ms": self.p50_ms, "p95_ms": self.p95_ms}  # fmt: skip
 
 
 def cases_of(suite: Any) -> list[RetrievalCase]:
@@ -136,8 +142,12 @@ def evaluate(
     cases: Sequence[RetrievalCase],
     modes: Sequence[str] = ("fts", "vector", "hybrid"),
     ks: Sequence[int] = (1, 5, 10),
+    rank_files: Callable[[RetrievalCase, str, int], list[str]] | None = None,
 ) -> list[ModeResult]:
-    """Recall@k and latency of ``search(case, mode, k)`` (hits in rank order) over ``cases``, per mode."""
+    """Recall@k and latency of ``search(case, mode, k)`` (hits in rank order) over ``cases``, per mode;
+    with ``rank_files(case, mode, k)`` (paths in rank order) also the ranked-file recall@k."""
+    from hippocamp.scoring.evidence import normalize_path
+
     top = max(ks)
     results = []
     for mode in modes:
@@ -145,11 +155,16 @@ def evaluate(
         per_unit: list[dict[int, float | None]] = []
         categories: dict[str, list[dict[int, float | None]]] = {}
         seconds: list[float] = []
+        ranked: list[dict[int, float | None]] = []
         for case in cases:
             began = time.perf_counter()
             hits = search(case, mode, top)
             seconds.append(time.perf_counter() - began)
             files, units = _recalls(case, hits, ks)
+            if rank_files is not None and case.gold_files:
+                order = [normalize_path(p) for p in rank_files(case, mode, top)]
+                gold = {normalize_path(f) for f in case.gold_files}
+                ranked.append({k: len(gold & set(order[:k])) / len(gold) for k in ks})
             per_file.append(files)
             per_unit.append(units)
             categories.setdefault(case.category, []).append(units)
@@ -163,6 +178,7 @@ def evaluate(
                 by_category={c: {k: _mean(r[k] for r in rows) for k in ks} for c, rows in sorted(categories.items())},
                 p50_ms=statistics.median(ms),
                 p95_ms=ms[min(len(ms) - 1, round(0.95 * (len(ms) - 1)))],
+                ranked_file_recall={k: _mean(r[k] for r in ranked) for k in ks} if ranked else {},
             )
         )
     return results
@@ -175,15 +191,20 @@ def _cell(value: float | None) -> str:
 def format_table(results: Sequence[ModeResult], ks: Sequence[int]) -> list[str]:
     """The results as Markdown: one row per mode, file and unit recall at each k, latency."""
     has_files = any(v is not None for r in results for v in r.file_recall.values())
+    has_ranked = any(r.ranked_file_recall for r in results)
     header = ["mode"]
     if has_files:
         header += [f"file R@{k}" for k in ks]
+    if has_ranked:
+        header += [f"ranked file R@{k}" for k in ks]
     header += [f"unit R@{k}" for k in ks] + ["p50 ms", "p95 ms"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for r in results:
         cells = [r.mode]
         if has_files:
             cells += [_cell(r.file_recall[k]) for k in ks]
+        if has_ranked:
+            cells += [_cell(r.ranked_file_recall.get(k)) for k in ks]
         cells += [_cell(r.unit_recall[k]) for k in ks] + [f"{r.p50_ms:.1f}", f"{r.p95_ms:.1f}"]
         lines.append("| " + " | ".join(cells) + " |")
     categories = sorted({c for r in results for c in r.by_category})

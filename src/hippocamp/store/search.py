@@ -40,9 +40,11 @@ from hippocamp.store.db import Store, to_segment
 
 __all__ = [
     "CONTEXT_WEIGHT",
+    "FILE_SEGMENTS",
     "FUSION_WEIGHT",
     "PATH_WEIGHT",
     "SPEAKER_WEIGHT",
+    "FileHit",
     "Hit",
     "Mode",
     "SearchFilters",
@@ -63,6 +65,10 @@ PATH_WEIGHT = 0.3
 CONTEXT_WEIGHT = 0.5
 #: hybrid: added to a segment whose speaker or sender the query names ("What did Caroline ...")
 SPEAKER_WEIGHT = 0.1
+#: file ranking: a file's score is the sum of the scores of its best this many segments
+FILE_SEGMENTS = 5
+#: file ranking: how many segments are ranked before they are grouped by file
+FILE_DEPTH = 100
 #: hybrid: how deep each list is read before fusing
 HYBRID_POOL = 100
 #: from this many segments on, query words found in half the rows or more are left out of BM25
@@ -192,6 +198,15 @@ class Hit:
 
 
 @dataclass
+class FileHit:
+    """A ranked file: its path, its score (the sum of its best segments' scores) and those segments."""
+
+    path: str
+    score: float
+    hits: list[Hit]
+
+
+@dataclass
 class _Catalog:
     """Every segment of one store generation, by ascending id, with what the filters look at."""
 
@@ -309,6 +324,22 @@ class Searcher:
                 Hit(segment_id=sid, score=score, ranks={n: r[sid] for n, r in ranks.items() if sid in r}, **fields)
             )
         return hits
+
+    def search_files(
+        self, query: str, k: int = 10, filters: SearchFilters | None = None, mode: Mode = "hybrid"
+    ) -> list[FileHit]:
+        """The ``k`` files that best answer ``query``: the top `FILE_DEPTH` segments grouped by file, a
+        file scored by the sum of its best `FILE_SEGMENTS` segments' scores (a file that answers in
+        several places beats one that matches once), each with those segments in rank order."""
+        by_file: dict[str, list[Hit]] = {}
+        for hit in self.search(query, k=max(FILE_DEPTH, k), filters=filters, mode=mode):
+            by_file.setdefault(hit.path, []).append(hit)
+        ranked = [
+            FileHit(path, sum(h.score for h in hits[:FILE_SEGMENTS]), hits[:FILE_SEGMENTS])
+            for path, hits in by_file.items()
+        ]
+        ranked.sort(key=lambda f: (-f.score, f.path))
+        return ranked[:k]
 
     # -- the two lists -------------------------------------------------------------------------------
     def _fts(
