@@ -263,3 +263,11 @@ def test_evaluator_outputs_are_read_back(tmp_path: Path) -> None:
     assert aggregate["n"] == 17 and aggregate["hippocamp"]["answer_metrics"]["exact_match"]["mean"] == pytest.approx(
         1 / 17
     )
+
+
+def test_cli_choices_are_the_scoring_names() -> None:
+    from hippocamp.cli import score as cli_score
+    from hippocamp.scoring.judge import TEMPLATES
+    from hippocamp.scoring.release import CONVENTIONS
+
+    assert cli_score.CONVENTIONS == CONVENTIONS and cli_score.TEMPLATES == TEMPLATES

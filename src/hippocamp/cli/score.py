@@ -11,6 +11,11 @@ import click
 
 from hippocamp.cli._common import console, fail, model_option, models_option, new_file_option, unknown_name
 
+#: the choices of --convention and --judge-template, written out so that the command's help needs no
+#: scoring import (a test checks them against `hippocamp.scoring.release.CONVENTIONS` and `judge.TEMPLATES`)
+CONVENTIONS = ("hippocamp", "release", "release-run-evaluation")
+TEMPLATES = ("hippocamp", "release-simple", "release-detailed")
+
 
 def judge_mode_option(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
     """A registered judge (kind ``judge``: robust, simple, detailed, facts, and plug-ins)."""
@@ -72,12 +77,12 @@ def _benchmark(run_dir: Path) -> Any:
 @click.option("--slack", default=2.0, show_default=True, type=click.FloatRange(min=0),
               help="Seconds of slack for time-range units.")  # fmt: skip
 @click.option("--convention", default="hippocamp", show_default=True,
-              type=click.Choice(["hippocamp", "release", "release-run-evaluation"]),
+              type=click.Choice(CONVENTIONS),
               help="hippocamp: cited files, normalised paths, failed judgments unscored; release: the release's "
                    "evaluate.py exactly (its file list per agent family, paths as written, failures count as no); "
                    "release-run-evaluation: its run_evaluation.py.")  # fmt: skip
 @click.option("--judge-template", "template", default="hippocamp", show_default=True,
-              type=click.Choice(["hippocamp", "release-simple", "release-detailed"]),
+              type=click.Choice(TEMPLATES),
               help="Ask the judge model with the release's template (verbatim; the robust judge keeps its "
                    "deterministic layer around it).")  # fmt: skip
 @click.option("--hippocamp-io", "io_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
@@ -108,7 +113,9 @@ def score(run_dir: Path | None, judge: str | None, mode: str, panel: str | None,
     for flag, value in (("--out", out), ("--no-judge", no_judge), ("--semantic", semantic)):
         if value and io_file is None:
             raise click.BadParameter(f"{flag} applies to --hippocamp-io only", param_hint=flag)
-    script = "run_evaluation.py" if convention == "release-run-evaluation" else "evaluate.py"
+    from hippocamp.scoring.release import SCRIPT
+
+    script = SCRIPT.get(convention, "evaluate.py")
     if io_file is not None:
         found = _read_io(io_file, convention)  # bad files are refused before any judge is opened
         chosen_judge = None if no_judge else make_judge(judge, mode, panel, template, script)

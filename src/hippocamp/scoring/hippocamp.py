@@ -78,15 +78,16 @@ def episode_files(episode: Episode) -> dict[str, Any]:
     }
 
 
-def file_list_scores(episode: Episode, gold: HippoCampRecord) -> dict[str, dict[str, dict[str, float]]]:
-    """File P/R/F1 of each of the episode's lists, under hippocamp's convention (paths normalised) and
-    the release's (``evaluate.py``: entries stripped and deduplicated, paths compared as written)."""
-    lists = episode_files(episode)
+def file_list_scores(lists: dict[str, Any], gold: HippoCampRecord) -> dict[str, dict[str, dict[str, float]]]:
+    """File P/R/F1 of each of an episode's lists (`episode_files`), under hippocamp's convention (paths
+    normalised) and the release's (``evaluate.py``: entries stripped and deduplicated, paths compared
+    as written)."""
     out: dict[str, dict[str, dict[str, float]]] = {"hippocamp": {}, "release": {}}
+    release_gold = clean_list(list(gold.file_path))
     for name in FILE_LISTS:
         ours = file_scores(lists[name], gold.file_path, convention="hippocamp")
         out["hippocamp"][name] = {"precision": ours.precision, "recall": ours.recall, "f1": ours.f1}
-        theirs = file_list_metrics(clean_list(list(gold.file_path)), clean_list(lists[name]))
+        theirs = file_list_metrics(release_gold, clean_list(lists[name]))
         out["release"][name] = {"precision": theirs["precision"], "recall": theirs["recall"], "f1": theirs["f1_score"]}
     return out
 
@@ -96,6 +97,7 @@ def score_line(
 ) -> HippoCampScoreLine:
     """The score line of one episode."""
     answer = episode.answer
+    lists = episode_files(episode)
     files = {c: file_scores(answer.files, gold.file_path, convention=c).as_dict() for c in ("hippocamp", "set")}
     au = au_scores(answer.evidence, gold.evidence, slack=slack, iou=iou).as_dict()
     facts = None
@@ -118,8 +120,8 @@ def score_line(
         decided_by=judgment.decided_by,
         facts=facts,
         files=files,
-        file_lists=file_list_scores(episode, gold),
-        paper_list=paper_file_list(episode.agent),
+        file_lists=file_list_scores(lists, gold),
+        paper_list=lists["paper"],
         au=au,
         seconds=episode.wall_s,
         tokens=usage.input_tokens + usage.output_tokens,

@@ -15,11 +15,12 @@ row that the release's scripts would crash on, or that hippocamp's convention ca
 object; an answer that is not text; a file list that is a number; a nested list as a path), is an
 error naming the file, the row and the field; the other rows are scored.
 
-**Scored** (`score_release`) under a convention (`hippocamp.scoring.release`): ``hippocamp`` writes
-our per-query lines (JSON Lines) and aggregate; ``release`` writes ``evaluate.py``'s per-query results
-(a JSON array) and aggregate; ``release-run-evaluation`` writes ``run_evaluation.py``'s structured
-results and summary. Every aggregate also carries a ``hippocamp`` block (accuracy with failed judgments
-left out, and with them counted as "no"; the answer metrics), so the two policies sit side by side.
+**Scored** (`score_release`, written by `write_release`) under a convention
+(`hippocamp.scoring.release`): ``hippocamp`` writes our per-query lines (JSON Lines) and aggregate;
+``release`` writes ``evaluate.py``'s per-query results (a JSON array) and aggregate;
+``release-run-evaluation`` writes ``run_evaluation.py``'s structured results and summary. Every
+aggregate also carries a ``hippocamp`` block (accuracy with failed judgments left out, and with them
+counted as "no"; the answer metrics), so the two policies sit side by side.
 
 **Out** (`release_rows`): a run directory's episodes as ``evaluate.py`` input rows or ``run_query.py``
 summaries, with the cited, touched, retrieved or paper-defined file list as the agent's list; read
@@ -44,9 +45,8 @@ from hippocamp.scoring.judge import Judgment
 from hippocamp.scoring.release import (
     CONVENTIONS,
     evaluate_aggregate,
-    evaluate_file_lists,
+    evaluate_files,
     evaluate_judge_status,
-    evaluate_row_files,
     execution_time,
     run_evaluation_aggregate_files,
     run_evaluation_file_metrics,
@@ -58,12 +58,9 @@ __all__ = [
     "ReleaseFile",
     "common_view",
     "read_release",
-    "read_rows",
     "release_rows",
     "score_release",
-    "score_rows",
     "write_release",
-    "write_results",
 ]
 
 #: the row shapes the release writes
@@ -154,21 +151,6 @@ def read_release(path: str | Path, require: tuple[str, ...] = ()) -> ReleaseFile
         out.where.append(where)
     out.shape = _shape(out.rows)
     return out
-
-
-def read_rows(path: str | Path) -> list[dict[str, Any]]:
-    """The rows of a release file for hippocamp's convention: every row needs an ``answer`` and a
-    ``ground_truth``; the first bad row raises ValueError naming the file, row and field."""
-    found = read_release(path)
-    if found.errors:
-        raise ValueError(found.errors[0])
-    for where, row in zip(found.where, found.rows, strict=True):
-        missing = [f for f in ("answer", "ground_truth") if f not in row]
-        if missing:
-            raise ValueError(
-                f"{path}: {where} (query_id {row.get('query_id')!r}): field(s) {', '.join(missing)} missing"
-            )
-    return found.rows
 
 
 # -- the common view ---------------------------------------------------------------------------------
@@ -287,7 +269,7 @@ async def score_release(
         results = [_evaluate_result(r, v, j, why) for r, v, j, why in zip(rows, views, judgments, skip, strict=True)]
         aggregate = evaluate_aggregate(results)
     elif convention == "release-run-evaluation":
-        results, aggregate = _run_evaluation(rows, judgments, per_row_metrics, metrics, judge is not None)
+        results, aggregate = _run_evaluation(rows, judgments, per_row_metrics)
     else:
         results = [_hippocamp_result(v, j, m) for v, j, m in zip(views, judgments, per_row_metrics, strict=True)]
         aggregate = _hippocamp_aggregate(results, both)
@@ -324,7 +306,7 @@ def _release_judge(j: Judgment | None, why: str | None) -> dict[str, Any]:
 
 
 def _evaluate_result(row: Mapping[str, Any], view: Mapping[str, Any], j: Judgment | None, why: str | None) -> dict:
-    gold, pred = evaluate_file_lists(row)
+    gold, pred, files = evaluate_files(row)
     return {
         "query_id": view["query_id"],
         "query": row.get("query") or row.get("question", ""),
@@ -335,7 +317,7 @@ def _evaluate_result(row: Mapping[str, Any], view: Mapping[str, Any], j: Judgmen
         "timestamp": _timestamp(),
         "ground_file_list": gold,
         "agent_file_list": pred,
-        "file_list_metrics": evaluate_row_files(row),
+        "file_list_metrics": files,
     }
 
 
@@ -343,20 +325,17 @@ def _run_evaluation(
     rows: list[dict[str, Any]],
     judgments: list[Judgment | None],
     per_row_metrics: list[dict[str, Any]],
-    metrics: dict[str, Any],
-    judged: bool,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     files = run_evaluation_file_metrics(rows)
     results = []
     for n, (row, j, m, f) in enumerate(zip(rows, judgments, per_row_metrics, files, strict=True), start=1):
-        simple = dict(m)
         results.append({
             "query_id": row.get("query_id", f"q{n}"),
             "query": row.get("query", ""),
             "answer": row.get("answer"),
             "ground_truth": row.get("ground_truth"),
             "judge": _release_judge(j, None if j is not None else "unknown"),
-            "simple_metrics": simple,
+            "simple_metrics": dict(m),
             "timestamp": _timestamp(),
             "file_list_metrics": f,
         })  # fmt: skip
@@ -401,14 +380,12 @@ def _hippocamp_result(view: Mapping[str, Any], j: Judgment | None, metrics: dict
 
 
 def _hippocamp_aggregate(results: list[dict[str, Any]], both: dict[str, Any]) -> dict[str, Any]:
+    """Ours: the two accuracy policies (`_policies`), the mean 0-5 score of the judged rows, mean file
+    P/R/F1 over every row, the mean time."""
     judged = [r for r in results if r["judge"]["pred"] is not None]
     times = [r["time_ms"] for r in results if isinstance(r.get("time_ms"), float) and math.isfinite(r["time_ms"])]
     return {
-        "n": len(results),
-        "judged": len(judged),
-        "unscored": len(results) - len(judged),
-        "accuracy": _mean([1.0 if r["judge"]["pred"] == "yes" else 0.0 for r in judged]),
-        "accuracy_failures_as_no": both["accuracy_failures_as_no"] if judged or results else None,
+        **both,
         "avg_score_0_5": _mean([r["judge"]["score_0_5"] for r in judged if r["judge"]["score_0_5"] is not None]),
         "precision": _mean([r["file_list_metrics"]["precision"] for r in results]),
         "recall": _mean([r["file_list_metrics"]["recall"] for r in results]),
@@ -417,31 +394,18 @@ def _hippocamp_aggregate(results: list[dict[str, Any]], both: dict[str, Any]) ->
     }
 
 
-async def score_rows(rows: list[dict[str, Any]], judge: Any, concurrency: int = 4) -> tuple[list[dict], dict]:
-    """hippocamp's convention over rows already read (see `score_release`)."""
-    found = ReleaseFile(Path("rows"), _shape(rows), rows=rows, where=[f"row {i}" for i in range(1, len(rows) + 1)])
-    results, aggregate = await score_release(found, judge, "hippocamp", concurrency)
-    aggregate["judge"], aggregate["mode"] = aggregate["hippocamp"]["judge"], aggregate["hippocamp"]["mode"]
-    return results, aggregate
-
-
 # -- writing -----------------------------------------------------------------------------------------
-def write_results(out: Path, results: list[dict[str, Any]], aggregate: dict[str, Any]) -> Path:
-    """Write hippocamp's per-query JSON Lines to ``out`` and the aggregate beside it, every string
-    redacted; returns the aggregate's path."""
-    out.write_text("".join(redact_text(json.dumps(r, ensure_ascii=False)) + "\n" for r in results), encoding="utf-8")
-    agg_path = out.with_name(out.stem + ".aggregate.json")
-    agg_path.write_text(json.dumps(redact(aggregate, by_key=False), indent=2) + "\n", encoding="utf-8")
-    return agg_path
-
-
 def write_release(out: Path, results: list[dict[str, Any]], aggregate: dict[str, Any], convention: str) -> Path:
-    """Write a release convention's per-query results as the release does (one JSON array) and its
-    aggregate beside it (``<out>.aggregate.json`` for ``evaluate.py``, ``<out>.summary.json`` for
-    ``run_evaluation.py``); returns the aggregate's path."""
+    """Write the per-query results to ``out`` and the aggregate beside it, every string redacted; returns
+    the aggregate's path. Ours: JSON Lines and ``<out>.aggregate.json``; the release's conventions as the
+    release writes them: one JSON array, and ``<out>.aggregate.json`` (``evaluate.py``) or
+    ``<out>.summary.json`` (``run_evaluation.py``)."""
     if convention == "hippocamp":
-        return write_results(out, results, aggregate)
-    out.write_text(json.dumps(redact(results, by_key=False), ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+        out.write_text("".join(redact_text(json.dumps(r, ensure_ascii=False)) + "\n" for r in results),
+                       encoding="utf-8")  # fmt: skip
+    else:
+        out.write_text(json.dumps(redact(results, by_key=False), ensure_ascii=False, indent=2) + "\n",
+                       encoding="utf-8")  # fmt: skip
     suffix = ".summary.json" if convention == "release-run-evaluation" else ".aggregate.json"
     agg_path = out.with_name(out.stem + suffix)
     agg_path.write_text(json.dumps(redact(aggregate, by_key=False), indent=2) + "\n", encoding="utf-8")

@@ -547,7 +547,7 @@ class Judge:
     def __init__(self, model: Any, mode: str = "robust", retries: int = 1, template: str = "hippocamp",
                  script: str = "evaluate.py"):  # fmt: skip
         if mode in ("release-simple", "release-detailed"):
-            mode, template = mode, mode
+            template = mode
         elif mode not in ("robust", "simple", "detailed", "facts"):
             raise ValueError(f"unknown judge mode {mode!r}; choose robust, simple, detailed, facts, "
                              "release-simple or release-detailed")  # fmt: skip
@@ -604,7 +604,7 @@ class Judge:
         if verdict is None:
             return Judgment(None, None, "", self.mode, "unscored", error, self.id, facts=facts, attempts=attempts)
         correct = verdict.correct
-        if self.kind not in ("simple", "release-simple", "release-detailed") and self.template == "hippocamp":
+        if self.template == "hippocamp" and self.kind != "simple":  # the release's templates: pred is the verdict
             correct = verdict.score >= 3
         judgment = Judgment(correct, verdict.score, verdict.rationale, self.mode, judge=self.id,
                             model_correct=verdict.correct, facts=facts, attempts=attempts)  # fmt: skip

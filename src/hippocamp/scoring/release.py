@@ -43,7 +43,7 @@ __all__ = [
     "FileMetrics",
     "clean_list",
     "evaluate_aggregate",
-    "evaluate_file_lists",
+    "evaluate_files",
     "evaluate_judge_status",
     "file_list_metrics",
     "parse_pred_score",
@@ -104,29 +104,17 @@ def file_list_metrics(gold: Any, pred: Any, *, gold_field: str = "gold", pred_fi
 
 
 # -- evaluate.py ----------------------------------------------------------------------------------------
-def evaluate_file_lists(row: Mapping[str, Any]) -> tuple[Any, Any]:
-    """(gold, prediction) as ``evaluate.py`` reads them from a row (aliases, then `clean_list` on lists)."""
-    gold = row.get("ground_file_list")
-    if gold is None:
-        gold = row.get("file_list")
-    if isinstance(gold, list):
-        gold = clean_list(gold)
-    pred = row.get("agent_file_list")
-    if pred is None:
-        pred = row.get("retrieved_file_list")
-    if isinstance(pred, list):
-        pred = clean_list(pred)
-    return gold, pred
-
-
-def evaluate_row_files(row: Mapping[str, Any]) -> FileMetrics | None:
-    """``evaluate.py``'s file metrics of one row: None (left out) when it has no gold list."""
-    gold, pred = evaluate_file_lists(row)
-    if gold is None:
-        return None
+def evaluate_files(row: Mapping[str, Any]) -> tuple[Any, Any, FileMetrics | None]:
+    """(gold, prediction, file metrics) as ``evaluate.py`` reads and scores a row: the aliases, then
+    `clean_list` on lists; metrics None (left out) when the row has no gold list."""
     gold_field = "ground_file_list" if row.get("ground_file_list") is not None else "file_list"
     pred_field = "agent_file_list" if row.get("agent_file_list") is not None else "retrieved_file_list"
-    return file_list_metrics(gold, pred, gold_field=gold_field, pred_field=pred_field)
+    gold, pred = row.get(gold_field), row.get(pred_field)
+    gold = clean_list(gold) if isinstance(gold, list) else gold
+    pred = clean_list(pred) if isinstance(pred, list) else pred
+    if gold is None:
+        return gold, pred, None
+    return gold, pred, file_list_metrics(gold, pred, gold_field=gold_field, pred_field=pred_field)
 
 
 def evaluate_judge_status(ground_truth: Any, answer: Any, configured: bool) -> str | None:

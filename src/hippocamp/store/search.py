@@ -225,6 +225,8 @@ class _Catalog:
     speakers: list[str]
     #: word -> speaker codes (`_speaker_index`), built at the first query that needs it
     speaker_index: dict[str, set[int]] | None = None
+    #: word -> {path code: idf} (`Searcher._path_index`), built at the first query that needs it
+    path_index: dict[str, dict[int, float]] | None = None
     masks: dict[SearchFilters, np.ndarray | None] = field(default_factory=dict)
 
 
@@ -262,7 +264,6 @@ class Searcher:
         self.speaker_weight = max(0.0, speaker_weight)
         self.fusion_weight = fusion_weight
         self.path_weight = path_weight
-        self._paths: tuple[Any, dict[str, dict[int, float]]] | None = None
         self.store = store
         self._embedder = embedder
         self._bm25_in_memory = bm25_in_memory
@@ -416,10 +417,10 @@ class Searcher:
         counts = [db.execute("SELECT doc FROM fts_vocab WHERE term = ?", (t,)).fetchone() for t in terms]
         return max((c[0] for c in counts if c), default=0)
 
-    # -- what is loaded once per store generation ----------------------------------------------------
     # -- fusion ------------------------------------------------------------------------------------------
     def _fuse(self, query: str, lists: dict[str, list[tuple[int, float]]], generation: Any) -> list[tuple[int, float]]:
-        """The hybrid ranking: normalised BM25 and vector scores combined, plus the file prior."""
+        """The hybrid ranking: normalised BM25 and vector scores combined, plus the conversation context,
+        the named speaker and the file prior (see the module doc)."""
         weights = {"fts": self.fusion_weight, "vector": 1.0 - self.fusion_weight}
         scores: dict[int, float] = {}
         for name, items in lists.items():
@@ -434,15 +435,15 @@ class Searcher:
         if not scores:
             return []
         catalog = self._load_catalog(generation)
-        ids = np.fromiter(scores, dtype=np.int64, count=len(scores))
-        at = np.searchsorted(catalog.ids, ids)
+        sids = list(scores)
+        at = np.searchsorted(catalog.ids, np.asarray(sids, dtype=np.int64))
         codes = catalog.path_codes[at].tolist()
         if self.context_weight > 0 and catalog.chat[at].any():
             # a conversation's turns answer together: a message gains from its best neighbour (the
             # message before or after it in the same log) among the candidates
             ordinals, chat = catalog.ordinals[at].tolist(), catalog.chat[at].tolist()
-            fused = {(c, o): scores[sid] for sid, c, o, m in zip(ids.tolist(), codes, ordinals, chat, strict=True) if m}
-            for sid, c, o, m in zip(ids.tolist(), codes, ordinals, chat, strict=True):
+            fused = {(c, o): scores[sid] for sid, c, o, m in zip(sids, codes, ordinals, chat, strict=True) if m}
+            for sid, c, o, m in zip(sids, codes, ordinals, chat, strict=True):
                 if m:
                     near = max(fused.get((c, o - 1), 0.0), fused.get((c, o + 1), 0.0))
                     scores[sid] += self.context_weight * near
@@ -451,12 +452,12 @@ class Searcher:
                 catalog.speaker_index = _speaker_index(catalog.speakers)
             named = {code for w in query_words(query) for code in catalog.speaker_index.get(w, ())}
             if named:
-                for sid, code in zip(ids.tolist(), catalog.speaker_codes[at].tolist(), strict=True):
+                for sid, code in zip(sids, catalog.speaker_codes[at].tolist(), strict=True):
                     if code in named:
                         scores[sid] += self.speaker_weight
         if self.path_weight > 0:
             prior = self._file_prior(query, generation)
-            for sid, code in zip(ids.tolist(), codes, strict=True):
+            for sid, code in zip(sids, codes, strict=True):
                 scores[sid] += self.path_weight * prior.get(code, 0.0)
         return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
@@ -470,11 +471,12 @@ class Searcher:
         best = max(found.values(), default=0.0)
         return {code: value / best for code, value in found.items()} if best > 0 else {}
 
+    # -- what is loaded once per store generation ----------------------------------------------------
     def _path_index(self, generation: Any) -> dict[str, dict[int, float]]:
-        """Word -> {path code: the word's idf over the store's files}, once per store generation; words
-        in more than half of the files are left out (from 4 files on)."""
-        if self._paths is None or self._paths[0] != generation:
-            catalog = self._load_catalog(generation)
+        """Word -> {path code: the word's idf over the store's files}, built once per store generation
+        (kept on its catalog); words in more than half of the files are left out (from 4 files on)."""
+        catalog = self._load_catalog(generation)
+        if catalog.path_index is None:
             by_word: dict[str, list[int]] = {}
             for code, path in enumerate(catalog.paths):
                 for word in path_words(path):
@@ -482,13 +484,12 @@ class Searcher:
             n = len(catalog.paths)
             # a word in half the files or more ("pdf", "documents") tells files apart too little to be
             # worth its cost on a large store (every such file would be touched by every query naming it)
-            index = {
+            catalog.path_index = {
                 w: dict.fromkeys(codes, math.log(1.0 + n / len(codes)))
                 for w, codes in by_word.items()
                 if n < 4 or 2 * len(codes) <= n
             }
-            self._paths = (generation, index)
-        return self._paths[1]
+        return catalog.path_index
 
     def _load_catalog(self, generation: Any) -> _Catalog:
         if self._catalog is not None and self._catalog.generation == generation:
