@@ -269,6 +269,16 @@ def synth_indexed(synth_small: Path, tmp_path_factory: pytest.TempPathFactory) -
     return root, path
 
 
+@pytest.fixture
+def env(synth_indexed: tuple[Path, Path]) -> Any:
+    """A `FilesEnv` over ``synth_indexed`` (the agents' and the environment's tests)."""
+    from hippocamp.envs.files import FilesEnv
+    from hippocamp.store.db import Store
+
+    root, path = synth_indexed
+    return FilesEnv(root, Store(path))
+
+
 # -- a real OpenAI-compatible server ------------------------------------------------------------------
 def smollm2_path() -> Path:
     """SmolLM2's GGUF; skips without the local extra, fails instead when HIPPOCAMP_REQUIRE_MODELS=1 (CI)."""

@@ -26,12 +26,6 @@ LEASE = "Documents/Housing/Lease Agreement 2024.pdf"
 QUESTION = "How much is my monthly rent?"
 
 
-@pytest.fixture
-def env(synth_indexed: tuple[Path, Path]) -> FilesEnv:
-    root, path = synth_indexed
-    return FilesEnv(root, Store(path))
-
-
 def solve(name: str, env: FilesEnv, model: Any, budget: Budget | None = None, question: str = QUESTION) -> Answer:
     agent = registry.get("agent", name)()
     return asyncio.run(agent.solve(Task(id="t1", question=question), env, model, budget or Budget(k=3)))

@@ -18,12 +18,6 @@ from hippocamp.registry import get
 from hippocamp.store.db import Store
 
 
-@pytest.fixture
-def env(synth_indexed: tuple[Path, Path]) -> FilesEnv:
-    root, path = synth_indexed
-    return FilesEnv(root, Store(path))
-
-
 def passages_in(request: ChatRequest) -> dict[int, str]:
     """Passage id -> header line, from the prompt the agent sent."""
     text = request.messages[-1]["content"] if isinstance(request.messages[-1]["content"], str) else ""

@@ -15,7 +15,6 @@ import pytest
 from hippocamp.agents import Budget, Task, make_agent
 from hippocamp.envs.files import FilesEnv
 from hippocamp.registry import UnknownPluginError
-from hippocamp.store.db import Store
 
 AGENT = """
 import json, sys
@@ -28,12 +27,6 @@ print(json.dumps({
     "usage": {"input_tokens": 12, "output_tokens": 3, "cost_usd": None},
 }))
 """
-
-
-@pytest.fixture
-def env(synth_indexed: tuple[Path, Path]) -> FilesEnv:
-    root, path = synth_indexed
-    return FilesEnv(root, Store(path))
 
 
 def solve(spec: str, env: FilesEnv, budget: Budget | None = None) -> Any:

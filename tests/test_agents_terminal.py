@@ -6,7 +6,6 @@ import asyncio
 import json
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,13 +17,6 @@ from hippocamp.envs.terminal import Terminal
 from hippocamp.models import get_model
 from hippocamp.models.errors import ModelError
 from hippocamp.registry import get
-from hippocamp.store.db import Store
-
-
-@pytest.fixture
-def env(synth_indexed: tuple[Path, Path]) -> FilesEnv:
-    root, path = synth_indexed
-    return FilesEnv(root, Store(path))
 
 
 def tool(command: str, thought: str = "look") -> str:

@@ -3,18 +3,8 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
-
-import pytest
 
 from hippocamp.envs.files import FilesEnv, parse_locator_text
-from hippocamp.store.db import Store
-
-
-@pytest.fixture
-def env(synth_indexed: tuple[Path, Path]) -> FilesEnv:
-    root, path = synth_indexed
-    return FilesEnv(root, Store(path))
 
 
 def test_schemas_are_openai_functions(env: FilesEnv) -> None:

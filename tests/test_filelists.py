@@ -9,8 +9,6 @@ import sys
 from pathlib import Path
 from typing import Any, ClassVar
 
-import pytest
-
 from hippocamp import registry
 from hippocamp.agents import Answer, Budget, Task
 from hippocamp.agents.external import given_file_lists
@@ -32,7 +30,6 @@ from hippocamp.models.types import ChatRequest
 from hippocamp.runs.episodes import read_episodes
 from hippocamp.schema.run import Episode, Step
 from hippocamp.schema.segment import Segment
-from hippocamp.store.db import Store
 
 LEASE = "Documents/Housing/Lease Agreement 2024.pdf"
 QUESTION = "How much is my monthly rent?"
@@ -177,12 +174,6 @@ def test_external_episode_keeps_the_lists_it_is_given(tmp_path: Path) -> None:
 
 
 # -- episodes ----------------------------------------------------------------------------------------
-@pytest.fixture
-def env(synth_indexed: tuple[Path, Path]) -> FilesEnv:
-    root, path = synth_indexed
-    return FilesEnv(root, Store(path))
-
-
 def solve(name: str, env: Any, model: Any, budget: Budget | None = None, question: str = QUESTION) -> Answer:
     agent = registry.get("agent", name)()
     return asyncio.run(agent.solve(Task(id="t1", question=question), env, model, budget or Budget(k=3)))
