@@ -59,3 +59,11 @@ def test_cli_bench_retrieval(synth_small: Path, tmp_path: Path) -> None:
     refused = CliRunner().invoke(main, [*args[:-1], "--modes", "vector"])
     assert refused.exit_code == 2 and "has no vectors" in refused.output
     assert CliRunner().invoke(main, [*args[:-1], "--k", "0"]).exit_code == 2
+    # halves for tuning and reporting: together they are the whole set
+    halves = [json.loads(CliRunner().invoke(main, [*args, "--half", h]).output)["cases"] for h in ("even", "odd")]
+    assert sum(halves) == data["cases"] and halves[0] - halves[1] in (0, 1)
+    # any searcher weight by name; a bad one is refused with the names
+    weighted = CliRunner().invoke(main, [*args, "--weight", "date=0", "--weight", "speaker_weight=0.3"])
+    assert weighted.exit_code == 0, weighted.output
+    bad = CliRunner().invoke(main, [*args, "--weight", "colour=1"])
+    assert bad.exit_code == 2 and "fusion, path, context, speaker, date" in bad.output

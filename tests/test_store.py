@@ -273,6 +273,16 @@ def test_cli_index_search_export_doctor(tmp_path: Path, profile: Path):
     assert hits[0]["locator"] == {"unit": "page", "position": {"system_page": 2}}
     text = runner.invoke(main, ["search", str(profile), "monthly rent", "--store", str(store), "-k", "1"]).output
     assert "Lease (final) & signed.pdf" in text and "system_page=2" in text
+    # what the query names is read and shown; a kind the store lacks is said and not used
+    read = runner.invoke(main, ["search", str(profile), "rent spreadsheet from last March", "--store", str(store),
+                                "--now", "2024-02-10", "-k", "1"])  # fmt: skip
+    assert read.exit_code == 0, read.output
+    shown = " ".join(read.output.split())  # the console wraps long lines
+    assert "read as: 2023-03 (last March); xlsx xls csv ods (spreadsheet); relative to 2024-02-10" in shown
+    assert "no xlsx/xls/csv/ods files in this store" in shown and "Lease (final) & signed.pdf" in shown
+    literal = runner.invoke(main, ["search", str(profile), "rent spreadsheet from last March", "--store", str(store),
+                                   "--literal", "-k", "1"])  # fmt: skip
+    assert literal.exit_code == 0 and "read as" not in literal.output
     missing = runner.invoke(main, ["search", str(profile), "x", "--store", str(tmp_path / "none.sqlite")])
     assert missing.exit_code == 2 and "no index here" in missing.output
     exported = runner.invoke(main, ["export-gold", str(profile), "--store", str(store), "--out", str(tmp_path / "g")])

@@ -35,21 +35,49 @@ def _modes(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[st
     return modes
 
 
+_WEIGHTS = ("fusion", "path", "context", "speaker", "date")
+
+
+def _weights(_ctx: click.Context, _param: click.Parameter, value: tuple[str, ...]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for item in value:
+        name, _, number = item.partition("=")
+        name = name.strip().lower().removesuffix("_weight")
+        try:
+            weight = float(number)
+        except ValueError:
+            weight = -1.0
+        if name not in _WEIGHTS or weight < 0 or (name == "fusion" and weight > 1):
+            raise click.BadParameter(f"expected NAME=VALUE with NAME one of {', '.join(_WEIGHTS)} and VALUE >= 0 "
+                                     f"(fusion at most 1); got {item!r}")  # fmt: skip
+        out[f"{name}_weight"] = weight
+    return out
+
+
 @bench_group.command("retrieval")
 @click.option("--suite", "spec", required=True, help="A suite with gold evidence: a profile, synth:..., an "
               "imported release or FinanceBench, a P-ContextBench persona set or LoCoMo import.")  # fmt: skip
 @click.option("--k", "ks", default="1,5,10", show_default=True, callback=_ks, help="Cut-offs, comma-separated.")
 @click.option("--modes", default="fts,vector,hybrid", show_default=True, callback=_modes)
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N questions.")
+@click.option(
+    "--half",
+    type=click.Choice(["even", "odd"]),
+    default=None,
+    help="Only the even- or odd-numbered questions (0-based): tune on one half, report on the other.",
+)
 @click.option("--fusion-weight", type=click.FloatRange(0, 1), default=None,
               help="Hybrid: BM25's share of the fused score (default: the searcher's).")  # fmt: skip
 @click.option("--path-weight", type=click.FloatRange(min=0), default=None,
               help="Hybrid: the weight of the file prior (query words in the file's path; 0: off).")  # fmt: skip
+@click.option("--weight", "weights", multiple=True, callback=_weights, metavar="NAME=VALUE",
+              help="Hybrid: any of the searcher's weights (fusion, path, context, speaker, date), e.g. "
+                   "--weight date=0 (repeatable).")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @suite_options
 def retrieval(spec: str, ks: tuple[int, ...], modes: tuple[str, ...], limit: int | None, fusion_weight: float | None,
-              path_weight: float | None, as_json: bool, store_path: Path | None, no_ocr: bool, no_asr: bool,
-              no_embed: bool) -> None:  # fmt: skip
+              path_weight: float | None, half: str | None, weights: dict[str, float], as_json: bool,
+              store_path: Path | None, no_ocr: bool, no_asr: bool, no_embed: bool) -> None:  # fmt: skip
     """Recall@k of the store's search by file and by evidence unit, per mode, with latency p50/p95:
     every question of SUITE is the query, searched within its profile or persona."""
     from hippocamp.scoring.retrieval import cases_of, evaluate, format_table
@@ -57,7 +85,10 @@ def retrieval(spec: str, ks: tuple[int, ...], modes: tuple[str, ...], limit: int
 
     suite = _load(spec, store_path, no_ocr, no_asr, no_embed, quiet=as_json)
     try:
-        cases = cases_of(suite)[:limit] if limit else cases_of(suite)
+        cases = cases_of(suite)
+        if half:
+            cases = cases[0 if half == "even" else 1 :: 2]
+        cases = cases[:limit] if limit else cases
         if not cases:
             fail(f"suite {spec!r}: no question with gold evidence to measure retrieval on")
         if not suite.store.has_vectors() and set(modes) & {"vector"}:
@@ -70,7 +101,7 @@ def retrieval(spec: str, ks: tuple[int, ...], modes: tuple[str, ...], limit: int
             searcher = searchers.get(str(store.path))
             if searcher is None:
                 settings = {k: v for k, v in (("fusion_weight", fusion_weight), ("path_weight", path_weight))
-                            if v is not None}  # fmt: skip
+                            if v is not None} | weights  # fmt: skip
                 searcher = searchers[str(store.path)] = Searcher(store, **settings)
             return searcher
 

@@ -166,6 +166,13 @@ def index(
 @click.option("--after", callback=date_option, help="Only segments at or after this date (YYYY-MM-DD).")
 @click.option("--before", callback=date_option, help="Only segments before this date.")
 @click.option("--mode", type=click.Choice(["hybrid", "fts", "vector"]), default="hybrid", show_default=True)
+@click.option("--literal", is_flag=True,
+              help="Do not turn the dates and kinds of file the query names into filters.")  # fmt: skip
+@click.option(
+    "--now",
+    callback=date_option,
+    help="Read relative dates ('last March') against this date (default: the store's latest item).",
+)
 @click.option("--json", "as_json", is_flag=True)
 def search(
     profile: Path,
@@ -178,21 +185,38 @@ def search(
     after: str | None,
     before: str | None,
     mode: str,
+    literal: bool,
+    now: str | None,
     as_json: bool,
 ) -> None:
-    """Search PROFILE's store for QUERY; prints ranked segments with their locators."""
+    """Search PROFILE's store for QUERY; prints ranked segments with their locators.
+
+    Dates and kinds of file in QUERY ("receipts from March 2024", "photos from last March", "the Q2
+    pdf") become filters, dropped again with a note when nothing matches them (--literal: never)."""
     from hippocamp.store import Searcher, SearchFilters
 
     _, store = _open_store(profile, store_path, create=False)
     filters = SearchFilters(glob=glob, modality=modality, types=types, after=after, before=before)
+    searcher = Searcher(store)
+    read_as, notes = "", []
     try:
-        hits = Searcher(store).search(query, k=k, filters=filters, mode=mode)  # type: ignore[arg-type]
+        if literal:
+            hits = searcher.search(query, k=k, filters=filters, mode=mode)  # type: ignore[arg-type]
+        else:
+            found = searcher.search_read(query, k=k, filters=filters, mode=mode, now=now)  # type: ignore[arg-type]
+            hits, read_as, notes = found.hits, found.parts.describe(), found.notes
     except ValueError as exc:
         fail(str(exc), code=1)
     if as_json:
+        for note in notes:  # stdout stays the list of hits
+            click.echo(note, err=True)
         click.echo(json.dumps([h.as_json() for h in hits], ensure_ascii=False, indent=2))
         return
     out = console()
+    if read_as:
+        out.print(f"[dim]read as: {read_as}[/]", highlight=False)
+    for note in notes:
+        out.print(f"[yellow]{note}[/]", highlight=False)
     if not hits:
         out.print("no results")
     for i, h in enumerate(hits, start=1):

@@ -29,7 +29,7 @@ import itertools
 import math
 import re
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -37,9 +37,11 @@ import numpy as np
 from hippocamp.schema.segment import Segment
 from hippocamp.store.bm25 import COLUMN_WEIGHTS, MemoryBM25
 from hippocamp.store.db import Store, to_segment
+from hippocamp.store.query import QueryParts, month_numbers, read_query
 
 __all__ = [
     "CONTEXT_WEIGHT",
+    "DATE_WEIGHT",
     "FILE_SEGMENTS",
     "FUSION_WEIGHT",
     "PATH_WEIGHT",
@@ -47,6 +49,7 @@ __all__ = [
     "FileHit",
     "Hit",
     "Mode",
+    "ReadSearch",
     "SearchFilters",
     "Searcher",
     "expand_words",
@@ -65,6 +68,8 @@ PATH_WEIGHT = 0.3
 CONTEXT_WEIGHT = 0.5
 #: hybrid: added to a segment whose speaker or sender the query names ("What did Caroline ...")
 SPEAKER_WEIGHT = 0.1
+#: hybrid: added to a segment whose time falls in a date the query names ("in March 2024", "last week")
+DATE_WEIGHT = 0.2
 #: file ranking: a file's score is the sum of the scores of its best this many segments
 FILE_SEGMENTS = 5
 #: file ranking: how many segments are ranked before they are grouped by file
@@ -141,6 +146,10 @@ class SearchFilters:
     #: ISO dates/times; compared with the segment's time (an event, a mail, a photo) or its file's
     after: str | None = None
     before: str | None = None
+    #: any of these half-open ranges of ISO dates (``(start, end)``), on the same time
+    periods: tuple[tuple[str, str], ...] = ()
+    #: months of any year (1-12), on the same time
+    months: tuple[int, ...] = ()
 
     def sql(self) -> tuple[str, list[Any]]:
         clauses, args = [], []
@@ -159,6 +168,16 @@ class SearchFilters:
         if self.before:
             clauses.append("s.time < ?")
             args.append(self.before)
+        if self.periods or self.months:
+            either = ["(s.time >= ? AND s.time < ?)" for _ in self.periods]
+            args.extend(x for p in self.periods for x in p)
+            if self.months:
+                either.append(
+                    "(substr(s.time, 5, 1) = '-' AND CAST(substr(s.time, 6, 2) AS INTEGER)"
+                    f" IN ({','.join('?' * len(self.months))}))"
+                )
+                args.extend(self.months)
+            clauses.append(f"({' OR '.join(either)})")
         return (" AND " + " AND ".join(clauses)) if clauses else "", args
 
 
@@ -207,6 +226,17 @@ class FileHit:
 
 
 @dataclass
+class ReadSearch:
+    """`Searcher.search_read`'s answer: the hits, what the query was read as, the filters that were
+    used in the end, and notes saying what was relaxed."""
+
+    hits: list[Hit]
+    parts: QueryParts
+    filters: SearchFilters
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
 class _Catalog:
     """Every segment of one store generation, by ascending id, with what the filters look at."""
 
@@ -228,6 +258,20 @@ class _Catalog:
     #: word -> {path code: idf} (`Searcher._path_index`), built at the first query that needs it
     path_index: dict[str, dict[int, float]] | None = None
     masks: dict[SearchFilters, np.ndarray | None] = field(default_factory=dict)
+    _months: np.ndarray | None = None
+    _latest: str | None = None
+
+    def month_numbers(self) -> np.ndarray:
+        """Each segment's month (1-12; 0 without a time), computed at the first query that needs it."""
+        if self._months is None:
+            self._months = month_numbers(self.times)
+        return self._months
+
+    def latest(self) -> str | None:
+        """The latest segment time (ISO), the store's present: the anchor of relative dates."""
+        if self._latest is None:
+            self._latest = max(self.times.tolist(), default="")
+        return self._latest or None
 
 
 @dataclass
@@ -255,6 +299,7 @@ class Searcher:
         path_weight: float = PATH_WEIGHT,
         context_weight: float = CONTEXT_WEIGHT,
         speaker_weight: float = SPEAKER_WEIGHT,
+        date_weight: float = DATE_WEIGHT,
     ):
         if not 0.0 <= fusion_weight <= 1.0:
             raise ValueError(f"fusion_weight must be between 0 and 1, got {fusion_weight}")
@@ -262,6 +307,7 @@ class Searcher:
             raise ValueError(f"path_weight and context_weight must be 0 or more, got {path_weight}, {context_weight}")
         self.context_weight = context_weight
         self.speaker_weight = max(0.0, speaker_weight)
+        self.date_weight = max(0.0, date_weight)
         self.fusion_weight = fusion_weight
         self.path_weight = path_weight
         self.store = store
@@ -341,6 +387,60 @@ class Searcher:
         ]
         ranked.sort(key=lambda f: (-f.score, f.path))
         return ranked[:k]
+
+    def read(self, query: str, now: str | None = None) -> QueryParts:
+        """What ``query`` names besides its words (`read_query`): dates, relative ones read against
+        ``now`` or else the store's latest time (a profile is a snapshot: its present is its newest
+        item, not today), and kinds of file."""
+        anchor = now or self._load_catalog(self.store.generation).latest()
+        return read_query(query, now=anchor)
+
+    def search_read(
+        self, query: str, k: int = 10, filters: SearchFilters | None = None, mode: Mode = "hybrid",
+        now: str | None = None,
+    ) -> ReadSearch:  # fmt: skip
+        """Search with the dates and kinds of file the query names as filters ("photos from last
+        March": images, March of last year), beside any given ``filters``. Never an empty page for
+        their sake: when nothing passes, the kinds are dropped, then the dates, then both, and a
+        note says so. Filters the caller gave are kept as given."""
+        base = filters or SearchFilters()
+        parts = self.read(query, now)
+        catalog = self._load_catalog(self.store.generation)
+        kinds: dict[str, Any] = {}
+        notes: list[str] = []
+        if parts.types and not base.types:
+            present = [t for t in parts.types if t in catalog.types]
+            if present:
+                kinds["types"] = tuple(present)
+            else:
+                notes.append(f"no {'/'.join(parts.types)} files in this store; file type not used as a filter")
+        if parts.modalities and not base.modality:
+            present = [m for m in parts.modalities if m in catalog.modalities]
+            if present:
+                kinds["modality"] = tuple(present)
+            else:
+                notes.append(f"no {'/'.join(parts.modalities)} files in this store; not used as a filter")
+        dates: dict[str, Any] = {}
+        if parts.has_dates and not (base.after or base.before or base.periods or base.months):
+            dates = {"periods": tuple((p.start, p.end) for p in parts.periods), "months": tuple(sorted(parts.months))}
+        shown = {"kinds": ", ".join(parts.kinds_said), "dates": ", ".join(
+            [p.said for p in parts.periods] + list(parts.months_said))}  # fmt: skip
+        tries = [(kinds | dates, None)]
+        if kinds and dates:
+            tries += [(dates, "kinds"), (kinds, "dates")]
+        if kinds or dates:
+            tries.append(({}, "kinds and dates" if kinds and dates else ("kinds" if kinds else "dates")))
+        hits: list[Hit] = []
+        used = base
+        for extra, dropped in tries:
+            used = replace(base, **extra)
+            hits = self.search(query, k=k, filters=used, mode=mode)
+            if dropped is not None:
+                said = "; ".join(shown[w] for w in ("kinds", "dates") if w in dropped and shown[w])
+                notes.append(f"nothing matched with the {dropped} the query names ({said}); searched without them")
+            if hits:
+                break
+        return ReadSearch(hits, parts, used, notes)
 
     # -- the two lists -------------------------------------------------------------------------------
     def _fts(
@@ -455,6 +555,14 @@ class Searcher:
                 for sid, code in zip(sids, catalog.speaker_codes[at].tolist(), strict=True):
                     if code in named:
                         scores[sid] += self.speaker_weight
+        if self.date_weight > 0:
+            parts = self.read(query)
+            if parts.has_dates:
+                times = catalog.times[at]
+                months = catalog.month_numbers()[at] if parts.months else None
+                for sid, inside in zip(sids, parts.time_mask(times, months).tolist(), strict=True):
+                    if inside:
+                        scores[sid] += self.date_weight
         if self.path_weight > 0:
             prior = self._file_prior(query, generation)
             for sid, code in zip(sids, codes, strict=True):
@@ -624,6 +732,13 @@ def _mask(c: _Catalog, f: SearchFilters, store: Store) -> np.ndarray | None:
         mask = both(mask, (c.times != "") & (c.times >= f.after))
     if f.before:
         mask = both(mask, (c.times != "") & (c.times < f.before))
+    if f.periods or f.months:
+        hit = np.zeros(len(c.ids), dtype=bool)
+        for start, end in f.periods:
+            hit |= (c.times != "") & (c.times >= start) & (c.times < end)
+        if f.months:
+            hit |= np.isin(c.month_numbers(), list(f.months))
+        mask = both(mask, hit)
     if len(c.masks) >= 64:
         c.masks.clear()
     c.masks[f] = mask
