@@ -285,7 +285,7 @@ def server() -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["rag", "self-rag", "search-r1", "react"])
+@pytest.mark.parametrize("name", ["rag", "rag-expand", "self-rag", "search-r1", "react"])
 def test_real_server_episode(name: str, server: str, synth_indexed: tuple[Path, Path]) -> None:
     root, path = synth_indexed
     small = FilesEnv(root, Store(path), max_chars=800)  # SmolLM2's server has a 2,048-token context
@@ -295,3 +295,43 @@ def test_real_server_episode(name: str, server: str, synth_indexed: tuple[Path, 
     assert answer.trace and answer.usage.calls >= 1
     assert all(e.file_path in answer.files for e in answer.evidence)
     Answer.model_validate_json(answer.model_dump_json())
+
+
+# -- rag-expand ------------------------------------------------------------------------------------
+def test_expansions_are_parsed_from_a_models_lines() -> None:
+    from hippocamp.agents.expand import parse_expansions
+
+    reply = '1. Anna tennis match\n- "Anna yoga class"\nQuestion: What sports?\n\nanna TENNIS match\n' + "w " * 20
+    assert parse_expansions(reply, "What sports does Anna like?") == ["Anna tennis match", "Anna yoga class"]
+    assert parse_expansions("What sports does Anna like?\nx\ny\nz\nv\nw", "What sports does Anna like?") == [
+        "x", "y", "z", "v"]  # fmt: skip
+
+
+def test_rag_expand_ranks_the_models_expansions_with_the_question(env: FilesEnv) -> None:
+    question = "What do I pay to live here each month?"  # few of the lease's words
+    expansions = "lease monthly rent EUR\nrent due on the first"
+    plain = env.call("search", {"query": question, "k": 3})
+    widened = env.call(
+        "search", {"query": question, "k": 3, "also": ["lease monthly rent EUR", "rent due on the first"]}
+    )
+    assert any(d["path"] == LEASE for d in widened.data)
+    assert [d["path"] for d in widened.data] != [d["path"] for d in plain.data] or LEASE in plain.text
+    seen: list[str] = []
+
+    def reply(request: ChatRequest) -> str:
+        prompt = request.messages[-1]["content"]
+        seen.append(prompt)
+        if len(seen) == 1:
+            assert question in prompt and "search queries" in prompt
+            return expansions
+        number = next(i for i, d in enumerate(widened.data, 1) if d["path"] == LEASE)
+        return f"EUR 1,800.00 [{number}]"
+
+    answer = solve("rag-expand", env, get_model("mock", outputs=reply), question=question)
+    assert answer.stop == "answered" and answer.usage.calls == 2
+    also = ["lease monthly rent EUR", "rent due on the first"]
+    assert tool_steps(answer) == [("search", {"query": question, "k": 3, "also": also})]
+    assert answer.files == [LEASE]
+    # a model that proposes nothing usable: the question alone, as rag does
+    answer = solve("rag-expand", env, get_model("mock", outputs=["Question: x", "EUR 1,800.00"]), question=question)
+    assert tool_steps(answer) == [("search", {"query": question, "k": 3})]

@@ -65,5 +65,11 @@ def test_cli_bench_retrieval(synth_small: Path, tmp_path: Path) -> None:
     # any searcher weight by name; a bad one is refused with the names
     weighted = CliRunner().invoke(main, [*args, "--weight", "date=0", "--weight", "speaker_weight=0.3"])
     assert weighted.exit_code == 0, weighted.output
+    # expansions by a model (the mock echoes its prompt: lines of the worked example become queries)
+    expanded = CliRunner().invoke(main, [*args, "--expand-model", "mock", "--limit", "3"])
+    assert expanded.exit_code == 0, expanded.output
+    assert json.loads(expanded.output)["cases"] == 3
+    unknown = CliRunner().invoke(main, [*args, "--expand-model", "nosuch:model"])
+    assert unknown.exit_code == 2 and "--expand-model 'nosuch:model'" in unknown.output
     bad = CliRunner().invoke(main, [*args, "--weight", "colour=1"])
     assert bad.exit_code == 2 and "fusion, path, context, speaker, date" in bad.output

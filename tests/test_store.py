@@ -484,3 +484,36 @@ def test_a_message_gains_from_its_neighbours_and_its_named_speaker(tmp_path: Pat
     assert named.search(asked, k=1)[0].meta["sender"] == "Cara"
     cara = [h for h in named.search(asked, k=8) if h.meta["sender"] == "Cara"]
     assert all(h.score > p.score for h in cara for p in plain.search(asked, k=8) if p.segment_id == h.segment_id)
+
+
+def test_other_queries_for_the_same_need_widen_the_ranking(tmp_path: Path):
+    from hippocamp.store.search import EXPANSION_WEIGHT
+
+    store, embedder = _chat_store(tmp_path, {
+        "chat/s1.txt": [("Mel", "We went camping by the lake with the kids"), ("Cara", "The weather was awful"),
+                        ("Mel", "Pottery class tonight, the kids made bowls"), ("Cara", "I read a book on family law"),
+                        ("Mel", "What family plans do you have?"), ("Cara", "Family dinner on Sunday"),
+                        ("Mel", "Her family has done a lot"), ("Mel", "Activities with family are the best")],
+    })  # fmt: skip
+    searcher = Searcher(store, embedder=embedder, context_weight=0.0, path_weight=0.0)
+    question = "What activities has Mel done with her family?"
+    also = ["camping lake kids", "pottery class kids"]
+    alone = [h.text for h in searcher.search(question, k=6)]
+    widened = searcher.search(question, k=6, also=also)
+    for answer in ("We went camping by the lake with the kids", "Pottery class tonight, the kids made bowls"):
+        assert [h.text for h in widened].index(answer) < (alone.index(answer) if answer in alone else 6)
+    # the score: the question's share of its top score plus the weight times the best expansion share
+    top = {h.segment_id: h.score for h in searcher.search(question, k=50)}
+    best = max(top.values())
+    per = [{h.segment_id: h.score for h in searcher.search(q, k=50)} for q in also]
+    for h in widened:
+        expected = top.get(h.segment_id, 0.0) / best + EXPANSION_WEIGHT * max(
+            p.get(h.segment_id, 0.0) / max(p.values()) for p in per
+        )
+        assert h.score == pytest.approx(expected)
+    # the question itself, blanks and repeats among the expansions change nothing
+    assert [h.segment_id for h in searcher.search(question, k=6, also=[question, " ", ""])] == [
+        h.segment_id for h in searcher.search(question, k=6)
+    ]
+    files = searcher.search_files(question, k=1, also=also)
+    assert files[0].path == "chat/s1.txt"

@@ -62,6 +62,9 @@ class StandardRAG:
 
     async def _run(self, task: Task, env: Any, model: Any, meter: Meter) -> Answer:
         obs = run_tool(meter, env, "search", {"query": task.question, "k": meter.budget.k})
+        return await self._answer(task, env, model, meter, obs)
+
+    async def _answer(self, task: Task, env: Any, model: Any, meter: Meter, obs: Any) -> Answer:
         shown = Passages().add(obs.data if obs.ok else [])
         words = corpus_values(env)
         messages: list[Message] = [
@@ -71,6 +74,27 @@ class StandardRAG:
         gen = await meter.generate(model, messages, max_tokens=self.max_tokens)
         text = gen.text.strip()
         return meter.answer(text, evidence=[p.evidence() for p in _cite(text, shown)])
+
+
+@register("agent", "rag-expand")
+class ExpandedRAG(StandardRAG):
+    """Standard RAG whose one search also ranks the model's expansions of the question
+    (`hippocamp.agents.expand`: queries in the words the answering passages would use), for
+    multi-hop questions whose evidence shares few words with them. One more model call."""
+
+    name: ClassVar[str] = "rag-expand"
+
+    async def _run(self, task: Task, env: Any, model: Any, meter: Meter) -> Answer:
+        from hippocamp.agents.expand import expand_query
+
+        also = await expand_query(model, task.question, corpus_values(env)["corpus"], meter=meter)
+        args: dict[str, Any] = {"query": task.question, "k": meter.budget.k}
+        if also:
+            args["also"] = also
+        obs = run_tool(meter, env, "search", args)
+        if not obs.ok and also:  # an environment whose search takes no expansions: the question alone
+            obs = run_tool(meter, env, "search", {"query": task.question, "k": meter.budget.k})
+        return await self._answer(task, env, model, meter, obs)
 
 
 class RetrieveDecision(BaseModel):

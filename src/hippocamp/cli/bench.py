@@ -54,6 +54,34 @@ def _weights(_ctx: click.Context, _param: click.Parameter, value: tuple[str, ...
     return out
 
 
+def _expansions(spec: str, cases: list[Any], quiet: bool) -> dict[str, list[str]]:
+    """Each case's expansions by the model ``spec``; a question the model fails on keeps none (said)."""
+    from hippocamp.agents.expand import expand_query
+    from hippocamp.models import get_model
+    from hippocamp.models.client import run_sync
+    from hippocamp.models.errors import ModelError
+
+    try:
+        model = get_model(spec)
+    except Exception as exc:
+        fail(f"--expand-model {spec!r}: {exc}")
+    out: dict[str, list[str]] = {}
+    failed = 0
+    try:
+        for case in cases:
+            try:
+                out[case.id] = run_sync(expand_query(model, case.query))
+            except ModelError as exc:
+                failed += 1
+                if failed == 1 and not quiet:
+                    click.echo(f"expansion failed for {case.id}: {exc} (searched without)", err=True)
+    finally:
+        run_sync(model.aclose())
+    if failed and not quiet:
+        click.echo(f"{failed} of {len(cases)} questions could not be expanded", err=True)
+    return out
+
+
 @bench_group.command("retrieval")
 @click.option("--suite", "spec", required=True, help="A suite with gold evidence: a profile, synth:..., an "
               "imported release or FinanceBench, a P-ContextBench persona set or LoCoMo import.")  # fmt: skip
@@ -73,10 +101,18 @@ def _weights(_ctx: click.Context, _param: click.Parameter, value: tuple[str, ...
 @click.option("--weight", "weights", multiple=True, callback=_weights, metavar="NAME=VALUE",
               help="Hybrid: any of the searcher's weights (fusion, path, context, speaker, date), e.g. "
                    "--weight date=0 (repeatable).")  # fmt: skip
+@click.option(
+    "--expand-model",
+    default=None,
+    metavar="MODEL",
+    help="Expand each question with this model (e.g. local:qwen2.5-coder-1.5b) and rank the "
+    "expansions with it (hippocamp.agents.expand); the expansions are made once per question.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @suite_options
 def retrieval(spec: str, ks: tuple[int, ...], modes: tuple[str, ...], limit: int | None, fusion_weight: float | None,
-              path_weight: float | None, half: str | None, weights: dict[str, float], as_json: bool,
+              path_weight: float | None, half: str | None, weights: dict[str, float], expand_model: str | None,
+              as_json: bool,
               store_path: Path | None, no_ocr: bool, no_asr: bool, no_embed: bool) -> None:  # fmt: skip
     """Recall@k of the store's search by file and by evidence unit, per mode, with latency p50/p95:
     every question of SUITE is the query, searched within its profile or persona."""
@@ -105,11 +141,16 @@ def retrieval(spec: str, ks: tuple[int, ...], modes: tuple[str, ...], limit: int
                 searcher = searchers[str(store.path)] = Searcher(store, **settings)
             return searcher
 
+        expansions = _expansions(expand_model, cases, quiet=as_json) if expand_model else {}
+
         def search(case: Any, mode: str, k: int) -> list[Any]:
-            return searcher_for(case).search(case.query, k=k, filters=SearchFilters(glob=case.glob), mode=mode)
+            also = expansions.get(case.id, [])
+            return searcher_for(case).search(case.query, k=k, filters=SearchFilters(glob=case.glob), mode=mode,
+                                             also=also)  # fmt: skip
 
         def rank_files(case: Any, mode: str, k: int) -> list[str]:
-            found = searcher_for(case).search_files(case.query, k=k, filters=SearchFilters(glob=case.glob), mode=mode)
+            found = searcher_for(case).search_files(case.query, k=k, filters=SearchFilters(glob=case.glob), mode=mode,
+                                                    also=expansions.get(case.id, []))  # fmt: skip
             return [f.path for f in found]
 
         results = evaluate(search, cases, modes, ks, rank_files)

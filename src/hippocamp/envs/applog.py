@@ -91,11 +91,12 @@ class AppLogEnv(FilesEnv):
 
     def search(self, query: str, k: int = 8, modality: str | None = None, file_type: str | None = None,
                path_glob: str | None = None, after: str | None = None,
-               before: str | None = None) -> Observation:  # fmt: skip
+               before: str | None = None, also: list[str] | None = None) -> Observation:  # fmt: skip
         glob = self._prefix + (path_glob or "*").lstrip("/") if self._prefix else path_glob
-        obs = super().search(query, k, None, None, glob, after, before)
+        obs = super().search(query, k, None, None, glob, after, before, also)
         if obs.ok and "showing results without filters" in obs.text and self._prefix:
-            obs = super().search(query, k, None, None, self._prefix + "*")  # relaxed, but never another persona
+            # relaxed, but never another persona
+            obs = super().search(query, k, None, None, self._prefix + "*", also=also)
         return obs
 
     def read(self, path: str, locator: str | dict[str, Any] | None = None) -> Observation:

@@ -219,7 +219,10 @@ class FilesEnv:
         path_glob: str | None = None,
         after: str | None = None,
         before: str | None = None,
+        also: list[str] | None = None,
     ) -> Observation:
+        """The search tool. ``also`` (not offered to models in the tool's schema): other queries for the
+        same need, ranked together with ``query`` (agents that expand questions pass them)."""
         from hippocamp.store.search import SearchFilters
 
         if not str(query).strip():
@@ -232,7 +235,8 @@ class FilesEnv:
             after=after or None,
             before=before or None,
         )
-        hits = self.searcher.search(str(query), k=k, filters=filters)
+        extra = [str(a) for a in also] if isinstance(also, list) else []
+        hits = self.searcher.search(str(query), k=k, filters=filters, also=extra)
         note = ""
         if not hits and filters != SearchFilters():
             # small models fill every optional filter; an empty page teaches them nothing, so say so and relax
@@ -240,7 +244,7 @@ class FilesEnv:
                     "before": before}  # fmt: skip
             shown = ", ".join(f"{k}={v}" for k, v in used.items() if v)
             note = f"(no results with {shown}; showing results without filters)\n\n"
-            hits = self.searcher.search(str(query), k=k)
+            hits = self.searcher.search(str(query), k=k, also=extra)
         data, blocks = [], []
         for i, h in enumerate(hits, 1):
             seg = h.segment()

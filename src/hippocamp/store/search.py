@@ -28,6 +28,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -42,6 +43,7 @@ from hippocamp.store.query import QueryParts, month_numbers, read_query
 __all__ = [
     "CONTEXT_WEIGHT",
     "DATE_WEIGHT",
+    "EXPANSION_WEIGHT",
     "FILE_SEGMENTS",
     "FUSION_WEIGHT",
     "PATH_WEIGHT",
@@ -70,6 +72,8 @@ CONTEXT_WEIGHT = 0.5
 SPEAKER_WEIGHT = 0.1
 #: hybrid: added to a segment whose time falls in a date the query names ("in March 2024", "last week")
 DATE_WEIGHT = 0.2
+#: ``search(..., also=[...])``: the weight of a segment's best share for another query of the same need
+EXPANSION_WEIGHT = 0.3
 #: file ranking: a file's score is the sum of the scores of its best this many segments
 FILE_SEGMENTS = 5
 #: file ranking: how many segments are ranked before they are grouped by file
@@ -334,7 +338,18 @@ class Searcher:
         return self._embedder
 
     # -- public --------------------------------------------------------------------------------------
-    def search(self, query: str, k: int = 10, filters: SearchFilters | None = None, mode: Mode = "hybrid") -> list[Hit]:
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        filters: SearchFilters | None = None,
+        mode: Mode = "hybrid",
+        also: Sequence[str] = (),
+    ) -> list[Hit]:
+        """The ``k`` best segments for ``query``. ``also``: other queries for the same need (a model's
+        expansion of a multi-hop question), each ranked the same way; a segment's score is then its
+        score for ``query`` plus `EXPANSION_WEIGHT` times its best score for any of them, every
+        ranking first divided by its top score."""
         filters = filters or SearchFilters()
         pool = max(HYBRID_POOL if mode == "hybrid" else 50, 5 * k)
         has_vectors = self.store.has_vectors()
@@ -348,16 +363,10 @@ class Searcher:
         self._searches += 1
         if mode != "fts" and self.embedder() is not None:
             self._load_matrix(generation)  # here, not in the worker thread: one connection, one loader
-        lists: dict[str, list[tuple[int, float]]] = {}
-        if mode == "hybrid":  # BM25 and the vectors at the same time: SQLite and numpy release the GIL
-            vector = _POOL.submit(self._vector, query, pool, filters, generation)
-            lists["fts"] = self._fts(query, pool, filters, generation, in_memory)
-            lists["vector"] = vector.result()
-        elif mode == "fts":
-            lists["fts"] = self._fts(query, pool, filters, generation, in_memory)
-        else:
-            lists["vector"] = self._vector(query, pool, filters, generation)
-        ranked = self._fuse(query, lists, generation) if mode == "hybrid" else lists[mode]
+        ranked, lists = self._rank(query, pool, filters, mode, generation, in_memory)
+        others = [q for q in dict.fromkeys(str(a).strip() for a in also) if q and q != query.strip()]
+        if others and ranked:
+            ranked = _widen(ranked, [self._rank(q, pool, filters, mode, generation, in_memory)[0] for q in others])
         top = ranked[:k]
         rows = self.store.segment_rows(sid for sid, _ in top)
         ranks = {name: {sid: i + 1 for i, (sid, _) in enumerate(items)} for name, items in lists.items()}
@@ -372,14 +381,31 @@ class Searcher:
             )
         return hits
 
+    def _rank(
+        self, query: str, pool: int, filters: SearchFilters, mode: Mode, generation: Any, in_memory: bool
+    ) -> tuple[list[tuple[int, float]], dict[str, list[tuple[int, float]]]]:
+        """One query's ranking in ``mode`` (`_fuse` for hybrid) and the lists it was made from."""
+        lists: dict[str, list[tuple[int, float]]] = {}
+        if mode == "hybrid":  # BM25 and the vectors at the same time: SQLite and numpy release the GIL
+            vector = _POOL.submit(self._vector, query, pool, filters, generation)
+            lists["fts"] = self._fts(query, pool, filters, generation, in_memory)
+            lists["vector"] = vector.result()
+        elif mode == "fts":
+            lists["fts"] = self._fts(query, pool, filters, generation, in_memory)
+        else:
+            lists["vector"] = self._vector(query, pool, filters, generation)
+        ranked = self._fuse(query, lists, generation) if mode == "hybrid" else lists[mode]
+        return ranked, lists
+
     def search_files(
-        self, query: str, k: int = 10, filters: SearchFilters | None = None, mode: Mode = "hybrid"
-    ) -> list[FileHit]:
+        self, query: str, k: int = 10, filters: SearchFilters | None = None, mode: Mode = "hybrid",
+        also: Sequence[str] = (),
+    ) -> list[FileHit]:  # fmt: skip
         """The ``k`` files that best answer ``query``: the top `FILE_DEPTH` segments grouped by file, a
         file scored by the sum of its best `FILE_SEGMENTS` segments' scores (a file that answers in
         several places beats one that matches once), each with those segments in rank order."""
         by_file: dict[str, list[Hit]] = {}
-        for hit in self.search(query, k=max(FILE_DEPTH, k), filters=filters, mode=mode):
+        for hit in self.search(query, k=max(FILE_DEPTH, k), filters=filters, mode=mode, also=also):
             by_file.setdefault(hit.path, []).append(hit)
         ranked = [
             FileHit(path, sum(h.score for h in hits[:FILE_SEGMENTS]), hits[:FILE_SEGMENTS])
@@ -397,7 +423,7 @@ class Searcher:
 
     def search_read(
         self, query: str, k: int = 10, filters: SearchFilters | None = None, mode: Mode = "hybrid",
-        now: str | None = None,
+        now: str | None = None, also: Sequence[str] = (),
     ) -> ReadSearch:  # fmt: skip
         """Search with the dates and kinds of file the query names as filters ("photos from last
         March": images, March of last year), beside any given ``filters``. Never an empty page for
@@ -434,7 +460,7 @@ class Searcher:
         used = base
         for extra, dropped in tries:
             used = replace(base, **extra)
-            hits = self.search(query, k=k, filters=used, mode=mode)
+            hits = self.search(query, k=k, filters=used, mode=mode, also=also)
             if dropped is not None:
                 said = "; ".join(shown[w] for w in ("kinds", "dates") if w in dropped and shown[w])
                 notes.append(f"nothing matched with the {dropped} the query names ({said}); searched without them")
@@ -743,6 +769,25 @@ def _mask(c: _Catalog, f: SearchFilters, store: Store) -> np.ndarray | None:
         c.masks.clear()
     c.masks[f] = mask
     return mask
+
+
+def _widen(ranked: list[tuple[int, float]], others: list[list[tuple[int, float]]]) -> list[tuple[int, float]]:
+    """``ranked`` (the query's ranking) widened by the rankings of other queries for the same need:
+    each divided by its top score, a segment scored by its share for the query plus
+    `EXPANSION_WEIGHT` times its best share for any other query."""
+
+    def shares(items: list[tuple[int, float]]) -> dict[int, float]:
+        top = items[0][1] if items and items[0][1] > 0 else 1.0
+        return {sid: score / top for sid, score in items}
+
+    scores = shares(ranked)
+    best: dict[int, float] = {}
+    for items in others:
+        for sid, share in shares(items).items():
+            best[sid] = max(best.get(sid, 0.0), share)
+    for sid, share in best.items():
+        scores[sid] = scores.get(sid, 0.0) + EXPANSION_WEIGHT * share
+    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
 def _rrf(lists: dict[str, list[tuple[int, float]]]) -> list[tuple[int, float]]:
