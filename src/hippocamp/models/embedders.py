@@ -226,6 +226,28 @@ class E5SmallQ4Embedder:
             self._handle = None
 
 
+@register("embedder", "e5-small-q4-short")
+class E5ShortEmbedder(E5SmallQ4Embedder):
+    """e5-small-q4 with each passage cut to its first `PASSAGE_WORDS` words (queries whole): about the
+    window MiniLM reads (256 word pieces), at a fraction of e5's cost on long pages, whose attention
+    over 512 tokens is most of it; short segments (messages, events) are unchanged. docs/search.md
+    compares the three."""
+
+    name: ClassVar[str] = "e5-small-q4-short"
+    PASSAGE_WORDS: ClassVar[int] = 192
+    id: str = f"e5-small-q4@sha256:{E5_MODEL.sha256[:16]}+passages:{PASSAGE_WORDS}w"
+
+    def embed(self, texts: Sequence[str], side: Side = "passage", batch_size: int = 64) -> np.ndarray:
+        if side == "passage":
+            texts = [_first_words(t, self.PASSAGE_WORDS) for t in texts]
+        return super().embed(texts, side=side, batch_size=batch_size)
+
+
+def _first_words(text: str, limit: int) -> str:
+    words = text.split()
+    return text if len(words) <= limit else " ".join(words[:limit])
+
+
 # -- static 64-d embeddings (model2vec-style) ----------------------------------------------------------
 STATIC_WEIGHTS = weight("static-64d", "model.safetensors")
 STATIC_TOKENIZER = weight("static-64d", "tokenizer.json")

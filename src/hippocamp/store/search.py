@@ -18,9 +18,16 @@ file. A message of a conversation (locator unit ``message``) also gains ``contex
 fused score of its best neighbour among the candidates (the message before or after it in the same
 log): the turns of a conversation answer together, and the reply rarely repeats the question's
 words. A segment whose speaker, sender or author the query names by a word of the name gains
-``speaker_weight``. Reciprocal-rank fusion (`_rrf`, the former default) lost to its best part on both dev slices
-(FinanceBench: vectors win; LoCoMo: BM25 wins); the normalised fusion with the file prior beats
-both there (bench/RESULTS.md: weights chosen on the even-numbered questions, reported on the odd).
+``speaker_weight``; one whose time falls in a date the query names (`hippocamp.store.query`: "March
+2024", "Q2 2023", "last week") gains ``date_weight``. Reciprocal-rank fusion (`_rrf`, the former
+default) lost to its best part on both dev slices (FinanceBench: vectors win; LoCoMo: BM25 wins); the
+normalised fusion with the file prior beats both there (bench/RESULTS.md: weights chosen on the even-numbered questions, reported on the odd).
+
+**Other queries for the same need.** ``search(q, also=[...])`` ranks each extra query the same way
+and adds `EXPANSION_WEIGHT` times a segment's best share (score over the list's top score) for any of
+them to its share for ``q`` (`hippocamp.agents.expand` makes them with a model). `search_read` turns
+the dates and kinds of file the query names into filters, relaxed with a note when nothing passes.
+docs/search.md has every weight with how it was chosen.
 """
 
 from __future__ import annotations
