@@ -21,7 +21,8 @@ words. A segment whose speaker, sender or author the query names by a word of th
 ``speaker_weight``; one whose time falls in a date the query names (`hippocamp.store.query`: "March
 2024", "Q2 2023", "last week") gains ``date_weight``. Reciprocal-rank fusion (`_rrf`, the former
 default) lost to its best part on both dev slices (FinanceBench: vectors win; LoCoMo: BM25 wins); the
-normalised fusion with the file prior beats both there (bench/RESULTS.md: weights chosen on the even-numbered questions, reported on the odd).
+normalised fusion with the file prior beats both there (bench/RESULTS.md: weights chosen on the
+even-numbered questions, reported on the odd).
 
 **Other queries for the same need.** ``search(q, also=[...])`` ranks each extra query the same way
 and adds `EXPANSION_WEIGHT` times a segment's best share (score over the list's top score) for any of
