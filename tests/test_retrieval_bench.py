@@ -72,4 +72,4 @@ def test_cli_bench_retrieval(synth_small: Path, tmp_path: Path) -> None:
     unknown = CliRunner().invoke(main, [*args, "--expand-model", "nosuch:model"])
     assert unknown.exit_code == 2 and "--expand-model 'nosuch:model'" in unknown.output
     bad = CliRunner().invoke(main, [*args, "--weight", "colour=1"])
-    assert bad.exit_code == 2 and "fusion, path, context, speaker, date" in bad.output
+    assert bad.exit_code == 2 and "fusion, chat_fusion, path, context, speaker, date" in bad.output

@@ -484,6 +484,17 @@ def test_a_message_gains_from_its_neighbours_and_its_named_speaker(tmp_path: Pat
     assert named.search(asked, k=1)[0].meta["sender"] == "Cara"
     cara = [h for h in named.search(asked, k=8) if h.meta["sender"] == "Cara"]
     assert all(h.score > p.score for h in cara for p in plain.search(asked, k=8) if p.segment_id == h.segment_id)
+    # messages fuse with their own BM25 share (chat_fusion_weight), pages with fusion_weight
+    bare = {"context_weight": 0.0, "path_weight": 0.0, "speaker_weight": 0.0, "date_weight": 0.0}
+    words = Searcher(store, embedder=embedder, fusion_weight=0.0, chat_fusion_weight=1.0, **bare)
+    lexical = words.search(asked, k=5, mode="fts")
+    low, high = lexical[-1].score, lexical[0].score
+    fused = {h.segment_id: h.score for h in words.search(asked, k=8)}
+    assert len(lexical) >= 2 and all(
+        fused[h.segment_id] == pytest.approx((h.score - low) / (high - low)) for h in lexical
+    )
+    with pytest.raises(ValueError, match="chat_fusion_weight"):
+        Searcher(store, chat_fusion_weight=1.2)
 
 
 def test_other_queries_for_the_same_need_widen_the_ranking(tmp_path: Path):

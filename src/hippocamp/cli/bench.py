@@ -35,7 +35,7 @@ def _modes(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[st
     return modes
 
 
-_WEIGHTS = ("fusion", "path", "context", "speaker", "date")
+_WEIGHTS = ("fusion", "chat_fusion", "path", "context", "speaker", "date")
 
 
 def _weights(_ctx: click.Context, _param: click.Parameter, value: tuple[str, ...]) -> dict[str, float]:
@@ -47,7 +47,7 @@ def _weights(_ctx: click.Context, _param: click.Parameter, value: tuple[str, ...
             weight = float(number)
         except ValueError:
             weight = -1.0
-        if name not in _WEIGHTS or weight < 0 or (name == "fusion" and weight > 1):
+        if name not in _WEIGHTS or weight < 0 or (name.endswith("fusion") and weight > 1):
             raise click.BadParameter(f"expected NAME=VALUE with NAME one of {', '.join(_WEIGHTS)} and VALUE >= 0 "
                                      f"(fusion at most 1); got {item!r}")  # fmt: skip
         out[f"{name}_weight"] = weight
@@ -99,7 +99,7 @@ def _expansions(spec: str, cases: list[Any], quiet: bool) -> dict[str, list[str]
 @click.option("--path-weight", type=click.FloatRange(min=0), default=None,
               help="Hybrid: the weight of the file prior (query words in the file's path; 0: off).")  # fmt: skip
 @click.option("--weight", "weights", multiple=True, callback=_weights, metavar="NAME=VALUE",
-              help="Hybrid: any of the searcher's weights (fusion, path, context, speaker, date), e.g. "
+              help="Hybrid: any of the searcher's weights (fusion, chat_fusion, path, context, speaker, date), e.g. "
                    "--weight date=0 (repeatable).")  # fmt: skip
 @click.option(
     "--expand-model",

@@ -49,6 +49,7 @@ from hippocamp.store.db import Store, to_segment
 from hippocamp.store.query import QueryParts, month_numbers, read_query
 
 __all__ = [
+    "CHAT_FUSION_WEIGHT",
     "CONTEXT_WEIGHT",
     "DATE_WEIGHT",
     "EXPANSION_WEIGHT",
@@ -72,6 +73,8 @@ Mode = Literal["hybrid", "fts", "vector"]
 RRF_K = 60
 #: hybrid: the share of BM25's normalised score in the fusion (the vectors have the rest)
 FUSION_WEIGHT = 0.5
+#: hybrid: BM25's share for a message of a conversation (short turns: names and dates carry the match)
+CHAT_FUSION_WEIGHT = 0.7
 #: hybrid: the weight of the file prior (query words naming the file's path) added to the fused score
 PATH_WEIGHT = 0.3
 #: hybrid: a message of a conversation also gets this share of its best neighbouring message's score
@@ -312,9 +315,14 @@ class Searcher:
         context_weight: float = CONTEXT_WEIGHT,
         speaker_weight: float = SPEAKER_WEIGHT,
         date_weight: float = DATE_WEIGHT,
+        chat_fusion_weight: float = CHAT_FUSION_WEIGHT,
     ):
-        if not 0.0 <= fusion_weight <= 1.0:
-            raise ValueError(f"fusion_weight must be between 0 and 1, got {fusion_weight}")
+        if not (0.0 <= fusion_weight <= 1.0 and 0.0 <= chat_fusion_weight <= 1.0):
+            raise ValueError(
+                "fusion_weight and chat_fusion_weight must be between 0 and 1, "
+                f"got {fusion_weight}, {chat_fusion_weight}"
+            )
+        self.chat_fusion_weight = chat_fusion_weight
         if path_weight < 0.0 or context_weight < 0.0:
             raise ValueError(f"path_weight and context_weight must be 0 or more, got {path_weight}, {context_weight}")
         self.context_weight = context_weight
@@ -555,23 +563,26 @@ class Searcher:
     def _fuse(self, query: str, lists: dict[str, list[tuple[int, float]]], generation: Any) -> list[tuple[int, float]]:
         """The hybrid ranking: normalised BM25 and vector scores combined, plus the conversation context,
         the named speaker and the file prior (see the module doc)."""
-        weights = {"fts": self.fusion_weight, "vector": 1.0 - self.fusion_weight}
-        scores: dict[int, float] = {}
+        shares: dict[str, dict[int, float]] = {}
         for name, items in lists.items():
             if not items:
                 continue
             values = [v for _, v in items]
             low, high = min(values), max(values)
             span = high - low
-            for sid, value in items:
-                share = (value - low) / span if span > 0 else 1.0
-                scores[sid] = scores.get(sid, 0.0) + weights[name] * share
-        if not scores:
+            shares[name] = {sid: (value - low) / span if span > 0 else 1.0 for sid, value in items}
+        sids = list(dict.fromkeys(sid for part in shares.values() for sid in part))
+        if not sids:
             return []
         catalog = self._load_catalog(generation)
-        sids = list(scores)
         at = np.searchsorted(catalog.ids, np.asarray(sids, dtype=np.int64))
         codes = catalog.path_codes[at].tolist()
+        lexical, semantic = shares.get("fts", {}), shares.get("vector", {})
+        scores: dict[int, float] = {}
+        for sid, chat in zip(sids, catalog.chat[at].tolist(), strict=True):
+            # a conversation's short turns lean on their words (names, dates) more than a page does
+            w = self.chat_fusion_weight if chat else self.fusion_weight
+            scores[sid] = w * lexical.get(sid, 0.0) + (1.0 - w) * semantic.get(sid, 0.0)
         if self.context_weight > 0 and catalog.chat[at].any():
             # a conversation's turns answer together: a message gains from its best neighbour (the
             # message before or after it in the same log) among the candidates
