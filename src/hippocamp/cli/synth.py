@@ -84,3 +84,6 @@ def files(out: Path, persona: str, seed: int, scale: str, model: str | None, job
 from hippocamp.cli.personas import personas  # noqa: E402
 
 synth.add_command(personas)
+from hippocamp.cli.realism import realism  # noqa: E402
+
+synth.add_command(realism)
