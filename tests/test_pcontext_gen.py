@@ -51,7 +51,7 @@ ARTIFACTS = (
 @pytest.fixture(scope="module")
 def tset(tmp_path_factory: pytest.TempPathFactory) -> tuple[SetConfig, SetSummary]:
     out = tmp_path_factory.mktemp("pc") / "set"
-    cfg = SetConfig(out=out, n=3, seed=7)
+    cfg = SetConfig(out=out, n=3, seed=7, decoy_share=0.3)  # decoys on: their checks are exercised
     return cfg, run_set(cfg)
 
 
@@ -132,7 +132,7 @@ def test_template_messages_read_like_people(tset: tuple[SetConfig, SetSummary]) 
 
 def test_deterministic(tset: tuple[SetConfig, SetSummary], tmp_path: Path) -> None:
     cfg, _ = tset
-    again = SetConfig(out=tmp_path / "again", n=3, seed=7)
+    again = SetConfig(out=tmp_path / "again", n=3, seed=7, decoy_share=0.3)
     run_set(again)
     for pid in ("p001", "p002", "p003"):
         for name in ARTIFACTS:

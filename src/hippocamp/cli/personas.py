@@ -23,8 +23,8 @@ def _template_or_model(ctx: click.Context, param: click.Parameter, value: str | 
 @click.option("--days", default=90, show_default=True, type=click.IntRange(min=1), help="App-log window in days.")
 @click.option("--filler-ratio", default=2.5, show_default=True, type=click.FloatRange(min=0),
               help="Filler tokens per evidence token.")  # fmt: skip
-@click.option("--decoys", default=0.3, show_default=True, type=click.FloatRange(min=0, max=1),
-              help="Share of filler tokens that are decoys.")  # fmt: skip
+@click.option("--decoys", default=0.0, show_default=True, type=click.FloatRange(min=0, max=1),
+              help="Share of filler tokens that are decoys (paper's main set: none; its ablation: 0.3).")  # fmt: skip
 @click.option("--facts", default=100, show_default=True, type=click.IntRange(min=1),
               help="Hidden facts per persona (changes included).")  # fmt: skip
 @click.option("--contacts", default=5, show_default=True, type=click.IntRange(min=0),

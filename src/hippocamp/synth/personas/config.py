@@ -24,7 +24,8 @@ class SetConfig:
     seed: int = 0
     days: int = 90
     filler_ratio: float = 2.5
-    decoy_share: float = 0.3
+    #: the paper's main set has no decoys; its ablation adds them (30% of the filler tokens)
+    decoy_share: float = 0.0
     filter: str | None = None
     seeds_file: Path | None = None
     model: str = "template"
