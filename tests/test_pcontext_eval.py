@@ -255,6 +255,16 @@ def test_full_context_agent(persona_set: Path) -> None:
         assert all(e.file_path.startswith("p2/") for e in answer.evidence)
         tight = asyncio.run(make_agent("full-context:50").solve(task, suite.env(task), model, Budget()))
         assert tight.stop == "no_answer" and "do not fit" in tight.error
+        # "auto" (the default) follows the model's context window when its backend says it
+        model.backend.n_ctx = 1_010  # ten tokens beyond the reserve: 35 characters
+        small = asyncio.run(make_agent("full-context").solve(task, suite.env(task), model, Budget()))
+        assert small.stop == "no_answer" and "(35 characters, from the model context window)" in small.error
+        model.backend.n_ctx = 32_768  # room for the paper's 127,721-character personas
+        model.backend.enqueue("Eli manages asthma (m1).")
+        roomy = asyncio.run(make_agent("full-context").solve(task, suite.env(task), model, Budget()))
+        assert roomy.stop == "answered"
+        with pytest.raises(ValueError, match="a number of characters or 'auto'"):
+            make_agent("full-context:lots")
         files_only = asyncio.run(make_agent("full-context").solve(task, object(), model, Budget()))
         assert files_only.stop == "error" and "app-log environment" in files_only.error
     finally:
