@@ -57,7 +57,9 @@ class FullContextAgent:
             try:
                 self.max_chars = int(max_chars)
             except ValueError:
-                raise ValueError(f"full-context: max_chars is a number of characters or 'auto', got {max_chars!r}") from None
+                raise ValueError(
+                    f"full-context: max_chars is a number of characters or 'auto', got {max_chars!r}"
+                ) from None
             if self.max_chars < 1:
                 raise ValueError(f"full-context: max_chars must be positive, got {max_chars!r}")
 
