@@ -138,7 +138,9 @@ def _check(report: VerificationReport, name: str):  # type: ignore[no-untyped-de
 def mset(tmp_path_factory: pytest.TempPathFactory) -> tuple[SetConfig, Counter[str]]:
     respond, calls = _script()
     model = get_model("mock", outputs=respond)
-    cfg = SetConfig(out=tmp_path_factory.mktemp("pcm") / "set", n=1, seed=11, days=30, model="mock", concurrency=1)
+    cfg = SetConfig(
+        out=tmp_path_factory.mktemp("pcm") / "set", n=1, seed=11, days=30, model="mock", concurrency=1, decoy_share=0.3
+    )
     run_set(cfg, model=model)
     return cfg, calls
 
@@ -219,7 +221,7 @@ def test_model_filler_resumes_from_its_batches(mset: tuple[SetConfig, Counter[st
     for name in ("messenger.jsonl", "cases.jsonl", "verification.json"):
         (d / name).unlink()
     respond, calls = _script()
-    run_set(SetConfig(out=out, n=1, seed=11, days=30, model="mock", concurrency=1),
+    run_set(SetConfig(out=out, n=1, seed=11, days=30, model="mock", concurrency=1, decoy_share=0.3),
             model=get_model("mock", outputs=respond))  # fmt: skip
     assert calls["filler"] + calls["decoys"] == 1  # only the cut batch was asked again
     assert calls["fragments"] == 0 and calls["interview"] == 0  # earlier stages were kept
@@ -231,7 +233,9 @@ def test_model_filler_resumes_from_its_batches(mset: tuple[SetConfig, Counter[st
 
 def test_outage_gives_up_per_stage_and_caps_answers(tmp_path: Path) -> None:
     model = get_model("mock", outputs=lambda request: ModelError("server down", "mock"), max_concurrency=1)
-    cfg = SetConfig(out=tmp_path / "m", n=1, seed=2, days=21, model="mock", concurrency=1, give_up=2, max_tokens=50)
+    cfg = SetConfig(
+        out=tmp_path / "m", n=1, seed=2, days=21, model="mock", concurrency=1, give_up=2, max_tokens=50, decoy_share=0.3
+    )
     summary = run_set(cfg, model=model)
     assert summary.personas_passed == 1
     report = _report(cfg.out / "p001")
@@ -361,7 +365,8 @@ def test_model_mode_against_a_real_server(server_url: str, tmp_path: Path) -> No
     answers, every stage ends in model output or a recorded fallback and the persona passes every check."""
     spec = f"openai-compatible:smollm2@{server_url}"
     model = get_model(spec, max_concurrency=1)
-    cfg = SetConfig(out=tmp_path / "set", n=1, seed=3, days=14, model=spec, concurrency=1, give_up=1, max_tokens=48)
+    cfg = SetConfig(out=tmp_path / "set", n=1, seed=3, days=14, model=spec, concurrency=1, give_up=1, max_tokens=48,
+                    decoy_share=0.3)  # fmt: skip
     started = time.monotonic()
     summary = run_set(cfg, model=model)
     elapsed = time.monotonic() - started

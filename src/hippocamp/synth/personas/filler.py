@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hippocamp.schema.pcontext import PCONTEXT_VERSION, CalendarEvent, Cluster, Fact, Message
 from hippocamp.synth.personas.banks import phrase_bank
+from hippocamp.synth.personas.clock import agree, clock_text
 from hippocamp.synth.personas.facts import spec_of
 from hippocamp.synth.personas.fragments import LogContext, fill, random_time
 from hippocamp.synth.personas.model import ModelStageError, ask
@@ -123,9 +124,11 @@ def template_decoys(ctx: LogContext, rng: random.Random) -> Iterator[Session | C
                 lines.append(("me", rng.choice(phrase_bank().filler_replies), "decoy", None, None, other))
             yield Session(sender, random_time(rng, (ctx.start, ctx.end), "messenger"), lines)
         else:
-            title = f"{other}'s {fill(rng.choice(titles), rng).lower()}" if titles else f"{other}'s {cue}"
-            notes = rng.choice((f"{other} asked for a ride", f"help {other} out", f"for {other}", ""))
             start = random_time(rng, (ctx.start, ctx.end), "calendar")
+            own = clock_text(start)
+            title = f"{other}'s {fill(rng.choice(titles), rng, time=own).lower()}" if titles else f"{other}'s {cue}"
+            notes = rng.choice((f"{other} asked for a ride", f"help {other} out", f"for {other}", ""))
+            start = agree(start, title, notes, (ctx.start, ctx.end))
             yield CalendarEvent(
                 id="",
                 title=title,
@@ -175,12 +178,16 @@ def template_filler(ctx: LogContext, rng: random.Random, evidence: list[Session]
             title, notes = rng.choice(phrases.filler_events)
             name = _contact_name(ctx, rng.choice(contacts))
             start = random_time(rng, (ctx.start, ctx.end), "calendar")
+            own = clock_text(start)
+            title = fill(title, rng, contact=name, time=own).capitalize()
+            notes = fill(notes, rng, contact=name, time=own)
+            start = agree(start, title, notes, (ctx.start, ctx.end))
             yield CalendarEvent(
                 id="",
-                title=fill(title, rng, contact=name).capitalize(),
+                title=title,
                 start=start,
                 end=start + timedelta(minutes=rng.choice((30, 60, 90))),
-                notes=fill(notes, rng, contact=name),
+                notes=notes,
                 kind="filler",
             )
 

@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field
 
 from hippocamp.schema.pcontext import Circle, Fact, Fragment, FragmentLine, Persona, VerifierAttempt
 from hippocamp.synth.personas.banks import fact_bank, phrase_bank
+from hippocamp.synth.personas.clock import agree, clock_text
 from hippocamp.synth.personas.facts import spec_of
 from hippocamp.synth.personas.model import ModelStageError, ask
 from hippocamp.synth.personas.verify import find_leaks, lexical_recovery, normalize
@@ -213,8 +214,10 @@ def template_fragments(ctx: LogContext, cluster_id: str, fact_ids: list[str], at
                 spec = spec_of(fact)
                 cals = spec.cals if spec else tuple((c.capitalize(), "") for c in fact.cues[:2])
                 i = _variant(cals, used.setdefault((fact.id, "c"), set()), rng)
-                parts.append((fill(cals[i][0], rng), fill(cals[i][1], rng)))
+                own = clock_text(at)  # a {time} slot is the event's own start
+                parts.append((fill(cals[i][0], rng, time=own), fill(cals[i][1], rng, time=own)))
             title, notes = parts[0]
+            at = agree(at, title, notes, window)  # a start the text states is the start
             for t, n in parts[1:]:
                 notes = "; ".join(x for x in (notes, f"{t}: {n}" if n else t) if x)
             attendees = [_contact_for(ctx, group_facts, rng)] if rng.random() < 0.3 else []
