@@ -46,3 +46,22 @@ def test_an_event_moves_to_its_stated_start_within_its_window() -> None:
 def test_times_are_written_as_the_banks_write_them() -> None:
     assert [clock_text(datetime(2024, 1, 1, h, m)) for h, m in ((9, 0), (12, 0), (13, 30), (0, 5), (19, 0))] == [
         "9am", "noon", "1:30pm", "12:05am", "7pm"]  # fmt: skip
+
+
+def test_words_about_the_date_agree_with_the_send_time() -> None:
+    import random
+
+    from hippocamp.synth.personas.clock import dated_slots, fits_date
+
+    sent = datetime(2025, 3, 12, 9, 30)  # a Wednesday morning
+    for seed in range(20):
+        slots = dated_slots(sent, random.Random(seed))
+        assert slots["today"] == "Wednesday" and slots["this_month"] == "March"
+        assert slots["day"] != "Wednesday" and slots["past_month"] in ("February", "January", "December")
+        assert slots["month"] in ("April", "May")
+    assert not fits_date("can't believe it's already {this_month}", sent)  # the 12th: not "already"
+    assert fits_date("can't believe it's already {this_month}", datetime(2025, 3, 3, 9))
+    assert fits_date("happy {today}!! almost the weekend-ish", sent)
+    assert not fits_date("happy {today}!! almost the weekend-ish", datetime(2025, 3, 16, 9))  # a Sunday
+    assert fits_date("morning!", sent) and not fits_date("morning!", datetime(2025, 3, 12, 19, 25))
+    assert fits_date("hey", datetime(2025, 3, 12, 19, 25))

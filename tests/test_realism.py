@@ -283,5 +283,7 @@ def test_generated_set_end_to_end(tmp_path: Path) -> None:
     json.dumps(report.as_dict())
     # fixed in the generator (issue 20): every event starts when its title and notes say it does
     assert not [f for f in data["findings"] if f["check"] == "calendar_notes"]
+    # and no message names a weekday or month its send date contradicts
+    assert not [f for f in data["findings"] if f["check"] == "message_dates" and f["rule"] in ("weekday", "month")]
     page = CliRunner().invoke(realism, [str(out)])
     assert page.exit_code == 0 and page.output.startswith("# Realism audit") and "| T4 |" in page.output

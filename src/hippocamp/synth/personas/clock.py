@@ -18,10 +18,15 @@ is read within the day's waking hours: 1-6 as afternoon (2:15 is 14:15), 7-11 as
 
 from __future__ import annotations
 
+import random
 import re
 from datetime import date, datetime, time, timedelta
 
-__all__ = ["agree", "clock_text", "stated_start"]
+__all__ = ["agree", "clock_text", "dated_slots", "fits_date", "stated_start"]
+
+_MONTH_NAMES = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+                "November", "December")  # fmt: skip
+_DAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
 _WEEKDAYS = {name: i for i, name in enumerate(("mon", "tue", "wed", "thu", "fri", "sat", "sun"))}
 _TIME = r"(?:noon|midnight|\d{1,2}(?::[0-5]\d)?\s*(?:am|pm|a\.m\.|p\.m\.)?)"
@@ -139,3 +144,34 @@ def agree(at: datetime, title: str, notes: str, window: tuple[date, date] | None
             day = min(fits, key=lambda d: abs((d - day).days)) if fits else day
     clock = time(minutes // 60, minutes % 60) if minutes is not None else at.time()
     return datetime.combine(day, clock)
+
+
+# -- messages: words about the date agree with the send time ---------------------------------------------
+def dated_slots(at: datetime, rng: random.Random) -> dict[str, str]:
+    """Slot values that agree with a message sent at ``at``: ``{today}`` its weekday, ``{day}`` a weekday
+    one to six days ahead ("are we still on for {day}?"), ``{this_month}``, ``{past_month}`` one to three
+    months back, ``{month}`` one or two months ahead ("booked my flight for {month}")."""
+
+    def month(offset: int) -> str:
+        return _MONTH_NAMES[(at.month - 1 + offset) % 12]
+
+    return {
+        "today": _DAY_NAMES[at.weekday()],
+        "day": _DAY_NAMES[(at.weekday() + rng.randint(1, 6)) % 7],
+        "this_month": month(0),
+        "past_month": month(-rng.randint(1, 3)),
+        "month": month(rng.randint(1, 2)),
+    }
+
+
+def fits_date(template: str, at: datetime) -> bool:
+    """Whether a line may be sent at ``at``: "already {this_month}" only in a month's first ten days,
+    "almost the weekend" only from Wednesday to Friday, "morning"/"good night" greetings only at those hours."""
+    text = template.lower()
+    if "{this_month}" in text and at.day > 10:
+        return False
+    if "almost the weekend" in text and at.weekday() not in (2, 3, 4):
+        return False
+    if re.search(r"\b(?:good )?morning\b", text) and not 5 <= at.hour < 12:
+        return False
+    return not (re.search(r"\b(?:good )?night\b!?$", text) and not (at.hour >= 20 or at.hour < 3))

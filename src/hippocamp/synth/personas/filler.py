@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hippocamp.schema.pcontext import PCONTEXT_VERSION, CalendarEvent, Cluster, Fact, Message
 from hippocamp.synth.personas.banks import phrase_bank
-from hippocamp.synth.personas.clock import agree, clock_text
+from hippocamp.synth.personas.clock import agree, clock_text, dated_slots, fits_date
 from hippocamp.synth.personas.facts import spec_of
 from hippocamp.synth.personas.fragments import LogContext, fill, random_time
 from hippocamp.synth.personas.model import ModelStageError, ask
@@ -158,7 +158,10 @@ def template_filler(ctx: LogContext, rng: random.Random, evidence: list[Session]
         if r < 0.2 and open_sessions:
             s = rng.choice(open_sessions)
             if not s.has_before:
-                yield ("before", s, rng.choice(("hey", "hi!", "you around?", "quick q", "morning!", "ok so")))
+                greetings = [
+                    g for g in ("hey", "hi!", "you around?", "quick q", "morning!", "ok so") if fits_date(g, s.start)
+                ]
+                yield ("before", s, rng.choice(greetings))
             else:
                 yield ("after", s, rng.choice(phrases.signoffs))
         elif r < 0.7:
@@ -166,14 +169,16 @@ def template_filler(ctx: LogContext, rng: random.Random, evidence: list[Session]
             name = _contact_name(ctx, contact)
             lines: list[tuple[str, str, str, str | None, str | None, str | None]] = []
             first_is_me = rng.random() < 0.6
+            at = random_time(rng, (ctx.start, ctx.end), "messenger")
+            fitting = [line for line in phrases.filler_lines if fits_date(line, at)]  # dates agree with ``at``
             for k in range(rng.randint(2, 4)):
                 me = (k % 2 == 0) == first_is_me
                 if me or k == 0:
-                    text = fill(rng.choice(phrases.filler_lines), rng, contact=name)
+                    text = fill(rng.choice(fitting), rng, contact=name, **dated_slots(at, rng))
                 else:
                     text = rng.choice(phrases.filler_replies)
                 lines.append(("me" if me else contact, text, "filler", None, None, None))
-            yield Session(contact, random_time(rng, (ctx.start, ctx.end), "messenger"), lines)
+            yield Session(contact, at, lines)
         else:
             title, notes = rng.choice(phrases.filler_events)
             name = _contact_name(ctx, rng.choice(contacts))

@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field
 
 from hippocamp.schema.pcontext import Circle, Fact, Fragment, FragmentLine, Persona, VerifierAttempt
 from hippocamp.synth.personas.banks import fact_bank, phrase_bank
-from hippocamp.synth.personas.clock import agree, clock_text
+from hippocamp.synth.personas.clock import agree, clock_text, dated_slots
 from hippocamp.synth.personas.facts import spec_of
 from hippocamp.synth.personas.model import ModelStageError, ask
 from hippocamp.synth.personas.verify import find_leaks, lexical_recovery, normalize
@@ -194,7 +194,8 @@ def template_fragments(ctx: LogContext, cluster_id: str, fact_ids: list[str], at
                 spec = spec_of(fact)
                 msgs = spec.msgs if spec else tuple(f"dealing with the {c} thing again" for c in fact.cues[:3])
                 i = _variant(msgs, used.setdefault((fact.id, "m"), set()), rng)
-                lines.append(FragmentLine(sender="me", text=rng.choice(phrase_bank().openers) + fill(msgs[i], rng)))
+                said = fill(msgs[i], rng, **dated_slots(at, rng))  # {day} ahead, {month} to come
+                lines.append(FragmentLine(sender="me", text=rng.choice(phrase_bank().openers) + said))
             if rng.random() < 0.6:
                 lines.append(FragmentLine(sender=contact, text=rng.choice(phrase_bank().replies)))
             out.append(
