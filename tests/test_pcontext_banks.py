@@ -46,6 +46,8 @@ def _spec(d: dict[str, Any], key: str) -> dict[str, Any]:
 
 #: specs the cases below edit: one plain, one with requests, one that changes (``then``)
 PLAIN, ASKING, CHANGING = "farm", "diabetes", "caregiver"
+#: PLAIN's own exclusive tag, which its conflicts must keep (one childhood)
+OWN = {"x:childhood": "demographic"}
 
 
 def test_shipped_banks_load_and_the_old_names_still_work() -> None:
@@ -143,9 +145,9 @@ FACT_CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str, str]] = 
      f"already the key of {_entry(PLAIN)}"),
     ("successor reusing a key", _set((CHANGING, "then", "key"), PLAIN), _entry(CHANGING), "then.key",
      f"already the key of {_entry(PLAIN)}"),
-    ("conflict tag no spec carries", _set((PLAIN, "conflicts"), {"vampire": "behavioral"}), _entry(PLAIN),
+    ("conflict tag no spec carries", _set((PLAIN, "conflicts"), OWN | {"vampire": "behavioral"}), _entry(PLAIN),
      "conflicts.vampire", "no spec carries the tag 'vampire'"),
-    ("unknown perspective", _set((PLAIN, "conflicts"), {"eats_meat": "moral"}), _entry(PLAIN),
+    ("unknown perspective", _set((PLAIN, "conflicts"), OWN | {"eats_meat": "moral"}), _entry(PLAIN),
      "conflicts.eats_meat", "'political'"),
     ("exclusive tag not self-conflicting", _set((PLAIN, "tags"), ["x:farmish"]), _entry(PLAIN), "tags.0",
      "missing from conflicts"),

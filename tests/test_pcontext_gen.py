@@ -317,7 +317,10 @@ def test_twenty_personas_cover_every_boundary_and_mechanism(tmp_path: Path) -> N
     s = run_set(SetConfig(out=tmp_path / "s", n=20, seed=1, filler_ratio=0.0, decoy_share=0.0))
     assert s.personas_passed == 20 and s.cases_rejected == 0
     for t, want in PER_TYPE.items():
-        assert s.cases_by_type[t] >= 0.95 * 20 * want, (t, s.cases_by_type)
+        # T3 needs facts that change: once the sampler respects the constraints, a retiree fits only ~9 of
+        # the bank's 21 changeable facts, and some personas get 5 of the 7 (the parametrised bank of issue
+        # 20 widens this)
+        assert s.cases_by_type[t] >= (0.9 if t == "T3" else 0.95) * 20 * want, (t, s.cases_by_type)
     boundaries: Counter[str] = Counter()
     kinds: Counter[str] = Counter()
     evidence: list[str] = []

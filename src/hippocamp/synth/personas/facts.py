@@ -83,20 +83,41 @@ def fact_from_spec(spec: FactSpec, fid: str) -> Fact:
     )
 
 
-def sample_facts(persona_id: str, rng: random.Random, n: int = DEFAULT_FACTS - DEFAULT_CHANGES) -> list[Fact]:
-    """``n`` facts spread evenly over the 18 categories (as many as the bank holds), drawn blindly from
-    the bank (the audit repairs misfits). Categories take turns, in a new random order each round."""
+def sample_facts(
+    persona_id: str, rng: random.Random, n: int = DEFAULT_FACTS - DEFAULT_CHANGES, seed: Seed | None = None
+) -> list[Fact]:
+    """``n`` facts spread evenly over the 18 categories (as many as the bank holds). Categories take
+    turns, in a new random order each round. With the persona's ``seed`` the draw respects the
+    constraints as it goes: a fact that does not fit the seed (`demographic_issue`) or contradicts one
+    already drawn (the bank's ``conflicts``: one diet family, one childhood, one course of study, ...)
+    is passed over; without it the draw is blind and the audit repairs the misfits."""
     pools = {c: [s for s in fact_bank().facts if s.category == c] for c in CATEGORIES}
     for pool in pools.values():
         rng.shuffle(pool)
     chosen: dict[str, list[FactSpec]] = {c: [] for c in CATEGORIES}
+    drawn: list[Fact] = []
+
+    def fits(spec: FactSpec) -> bool:
+        if seed is None:
+            return True
+        if demographic_issue(spec, seed):
+            return False
+        candidate = fact_from_spec(spec, "candidate")
+        return not any(_conflict(other, candidate) for other in drawn)
+
     total = 0
     while total < n and any(pools.values()):
         order = [c for c in CATEGORIES if pools[c]]
         rng.shuffle(order)
         for category in order[: n - total]:
-            chosen[category].append(pools[category].pop())
-            total += 1
+            pool = pools[category]
+            while pool:
+                spec = pool.pop()
+                if fits(spec):
+                    chosen[category].append(spec)
+                    drawn.append(fact_from_spec(spec, "drawn"))
+                    total += 1
+                    break
     out: list[Fact] = []
     for category in CATEGORIES:
         for spec in chosen[category]:
@@ -107,11 +128,17 @@ def sample_facts(persona_id: str, rng: random.Random, n: int = DEFAULT_FACTS - D
 def apply_changes(
     facts: list[Fact], persona_id: str, start: date, days: int, rng: random.Random, changes: int = DEFAULT_CHANGES
 ) -> list[Fact]:
-    """Up to ``changes`` facts that can change (of distinct categories while there are some) get a
-    successor: the prior ends, the current begins, on a day in the middle third of the window. Returns
-    the facts with the successors appended."""
+    """Up to ``changes`` facts that can change (of distinct categories while there are some; never into
+    a successor that contradicts another fact) get a successor: the prior ends, the current begins, on
+    a day in the middle third of the window. Returns the facts with the successors appended."""
     out = [f.model_copy() for f in facts]
-    candidates = [i for i, f in enumerate(out) if (s := spec_of(f)) is not None and s.then is not None]
+
+    def successor_fits(i: int, then: FactSpec) -> bool:  # "bought a house" beside "lives in a downtown studio"
+        after = fact_from_spec(then, "successor")
+        return not any(_conflict(other, after) for j, other in enumerate(out) if j != i)
+
+    candidates = [i for i, f in enumerate(out)
+                  if (s := spec_of(f)) is not None and s.then is not None and successor_fits(i, s.then)]  # fmt: skip
     rng.shuffle(candidates)
     first: dict[str, int] = {}  # one change per category first: T3 asks about a category
     for i in candidates:
@@ -263,7 +290,8 @@ def _changeable(fact: Fact) -> bool:
 def ensure_changeable(seed: Seed, facts: list[Fact], rng: random.Random, want: int = 1) -> list[Fact]:
     """Facts of at least ``want`` categories that can change during the window (for T3; a T3 question
     asks about a category), swapping some in while too few can: a changeable fact of a new category
-    replaces an unchangeable fact of that category, if the audit still finds nothing."""
+    replaces an unchangeable fact of that category (or, when it has none, of the fullest category), if
+    the audit still finds nothing."""
     changing = {f.category for f in facts if _changeable(f)}
     if len(changing) >= want:
         return facts
@@ -278,6 +306,13 @@ def ensure_changeable(seed: Seed, facts: list[Fact], rng: random.Random, want: i
             continue
         slots = [i for i, f in enumerate(facts) if f.category == spec.category and not _changeable(f)]
         rng.shuffle(slots)
+        if not slots:  # none of its category to swap (the constraints left few): the fullest category gives one
+            filled: dict[str, int] = {}
+            for f in facts:
+                filled[f.category] = filled.get(f.category, 0) + 1
+            slots = [i for i, f in enumerate(facts) if not _changeable(f) and filled[f.category] >= 3]
+            rng.shuffle(slots)
+            slots.sort(key=lambda i: -filled[facts[i].category])
         for i in slots:
             trial = [*facts[:i], fact_from_spec(spec, facts[i].id), *facts[i + 1 :]]
             if _fits(seed, trial, i):

@@ -122,7 +122,7 @@ async def _stage_persona(run: _Run, seed: Seed, d: Path) -> tuple[Persona, list[
             facts = model_changes(facts, successors, seed.id, cfg.start, cfg.days, rng, cfg.changes)
             generator = run.generator
     if facts is None or turns is None or audit_report is None:
-        facts = sample_facts(seed.id, rng, cfg.facts - cfg.changes)
+        facts = sample_facts(seed.id, rng, cfg.facts - cfg.changes, seed=seed)
         facts, audit_report = audit_and_repair(seed, facts, rng)
         facts = ensure_changeable(seed, facts, rng, cfg.changes)
         facts = apply_changes(facts, seed.id, cfg.start, cfg.days, rng, cfg.changes)

@@ -142,6 +142,21 @@ def _age(rng: random.Random, flt: SeedFilter) -> int:
     return rng.randint(max(lo, lo_f), min(hi, hi_f))
 
 
+#: goals of a working life: not a retiree's, nor (for a promotion) anyone out of work
+_WORKING_GOALS = {"get a promotion": ("retired", "unemployed", "unable to work", "homemaker", "student"),
+                  "retire comfortably": ("retired", "unable to work")}  # fmt: skip
+
+
+def _fitting_goals(goals: list[str], occupation: str, age: int) -> list[str]:
+    """The goals a person in ``occupation`` at ``age`` could hold ("get a promotion" is not a retiree's,
+    "finish a degree" not a 75-year-old's)."""
+    status = occupation.lower()
+    kept = [g for g in goals if not any(s in status for s in _WORKING_GOALS.get(g, ()))]
+    if age >= 70:
+        kept = [g for g in kept if g not in ("finish a degree", "run a half marathon")]
+    return kept if len(kept) >= 2 else goals
+
+
 def _occupation(rng: random.Random, age: int, flt: SeedFilter) -> tuple[str, str]:
     data = marginals()
     want = flt.text.get("occupation")
@@ -215,7 +230,7 @@ def _complete(rng: random.Random, flt: SeedFilter, known: dict[str, Any], sid: s
         "income band",
     )
     hobbies = known.get("hobbies") or rng.sample(data["hobbies"], 2)
-    goals = known.get("goals") or rng.sample(data["goals"], 2)
+    goals = known.get("goals") or rng.sample(_fitting_goals(data["goals"], occupation, age), 2)
     return Seed(
         id=sid,
         name=known.get("name") or _name(rng, sex),
