@@ -15,19 +15,27 @@ that the other side lists. ``when.groups`` is a list of occupation-group substri
 in ``occupation_groups``.
 
 **Phrases** (`PhraseBank`): interview questions and generic answers, filler, replies, contacts, T4
-patterns. Filler and replies never name a hidden fact (tests check them against every label and synonym
-of the fact bank). Slots are filled from small word lists so that the same line rarely repeats.
+patterns. Filler chats are built from ``exchanges`` (`Exchange`): a dialogue act (``question``, ``news``,
+``plan``, ``request``, ``small_talk``, ``complaint``, ``share``), the tone of the news where it matters
+(``good``, ``bad``, ``neutral``), opening lines, replies that fit every opening line, and optional
+follow-ups by the opener, so that a reply never answers a message it does not fit. ``hellos`` (a
+contact to the persona) and ``signoffs`` (the persona to a contact) frame evidence sessions;
+``neutral_replies`` answer evidence lines without guessing their tone. Templates name their slots
+(``{food}``); a slot must be a ``words`` list or one the generator fills per message (`MESSAGE_SLOTS`).
+Filler and replies never name a hidden fact (tests check them against every label and synonym of the
+fact bank). Slots are filled from word lists so that the same line rarely repeats.
 
 Errors: `BankError` names the file, the entry (``facts[12] ('veteran')``, ``questions``) and the field
 (``then.requests.0.boundary``): unknown keys, wrong types, missing fields, duplicate JSON keys, duplicate
 spec keys, a ``change`` without ``then``, a conflict tag that no spec carries, an unknown category,
-boundary, mechanism or occupation group set.
+boundary, mechanism, occupation group set, dialogue act, tone or template slot.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import string
 from functools import cache
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -51,7 +59,11 @@ from pydantic_core import PydanticCustomError
 from hippocamp.schema.pcontext import BOUNDARIES, CATEGORIES, MECHANISMS
 
 __all__ = [
+    "ACTS",
+    "MESSAGE_SLOTS",
+    "TONES",
     "BankError",
+    "Exchange",
     "FactBank",
     "FactSpec",
     "Pattern",
@@ -218,6 +230,40 @@ class Pattern(BaseModel):
         return _one_of(v, MECHANISMS, "mechanism")
 
 
+#: dialogue acts of filler exchanges, and the tones of their news
+ACTS = ("question", "news", "plan", "request", "small_talk", "complaint", "share")
+TONES = ("good", "bad", "neutral")
+#: slots the generator fills per message rather than from ``words``: the addressee's first name and the
+#: dated slots of `clock.dated_slots`
+MESSAGE_SLOTS = frozenset({"name", "today", "day", "this_month", "past_month", "month"})
+
+
+class Exchange(BaseModel):
+    """A filler exchange: an opening line, a reply that fits every opening line, and maybe a follow-up."""
+
+    model_config = _FROZEN
+
+    act: str
+    #: the tone of the news (replies to good news cheer, to bad news commiserate)
+    tone: str = "neutral"
+    #: what it is about (for reading the bank; entries are named by it in errors)
+    topic: str = Field(min_length=1)
+    open: _NonEmpty
+    reply: _NonEmpty
+    #: the opener's next line after the reply (optional)
+    follow: _Strings = ()
+
+    @field_validator("act")
+    @classmethod
+    def _known_act(cls, v: str) -> str:
+        return _one_of(v, ACTS, "dialogue act")
+
+    @field_validator("tone")
+    @classmethod
+    def _known_tone(cls, v: str) -> str:
+        return _one_of(v, TONES, "tone")
+
+
 class PhraseBank(BaseModel):
     """The content of ``phrases.json``."""
 
@@ -242,6 +288,12 @@ class PhraseBank(BaseModel):
     #: persona lines of ordinary filler conversations
     filler_lines: _NonEmpty
     filler_replies: _NonEmpty
+    #: filler chats as exchanges of fitting lines (see the module's docstring)
+    exchanges: Annotated[tuple[Exchange, ...], Field(min_length=1)]
+    #: a contact's first line before an evidence session (``{name}``: the persona's first name)
+    hellos: _NonEmpty
+    #: a contact's answer to an evidence line, fitting good and bad news alike
+    neutral_replies: _NonEmpty
     #: calendar filler: (title, notes)
     filler_events: Annotated[tuple[tuple[str, str], ...], Field(min_length=1)]
     patterns: tuple[Pattern, ...]
@@ -250,7 +302,7 @@ class PhraseBank(BaseModel):
 # -- reading -----------------------------------------------------------------------------------------------
 
 Loc = tuple[str | int, ...]
-_LISTS = ("facts", "patterns")  # sections whose entries are named by index (and key)
+_LISTS = ("facts", "patterns", "exchanges")  # sections whose entries are named by index (and key)
 
 
 class _Object(dict[str, Any]):
@@ -295,8 +347,9 @@ def _where(raw: Any, loc: Loc) -> tuple[str, str]:
         entry = f"{section}[{i}]"
         items = raw.get(section) if isinstance(raw, dict) else None
         item = items[i] if isinstance(items, list) and i < len(items) else None
-        if isinstance(item, dict) and isinstance(item.get("key"), str):
-            entry += f" ({item['key']!r})"
+        name = item.get("key", item.get("topic")) if isinstance(item, dict) else None
+        if isinstance(name, str):
+            entry += f" ({name!r})"
     return entry, ".".join(map(str, rest)) or "(the whole entry)"
 
 
@@ -397,6 +450,7 @@ def load_phrase_bank(path: str | os.PathLike[str] | Traversable, facts: FactBank
         for i, kind in enumerate(kinds):
             if kind not in bank.contact_history:
                 raise _error(file, raw, ("contact_kinds", household, i), f"no contact_history for {kind!r}")
+    _check_slots(file, raw, bank)
     carried = {tag for spec in facts.specs() for tag in spec.tags} if facts is not None else None
     for p, pattern in enumerate(bank.patterns):
         for s, slot in enumerate(pattern.slots):
@@ -412,6 +466,26 @@ def load_phrase_bank(path: str | os.PathLike[str] | Traversable, facts: FactBank
             if theme not in themes:
                 raise _error(file, raw, ("shared_activity", theme), f"not a theme; one of {', '.join(sorted(themes))}")
     return bank
+
+
+def _check_slots(file: str, raw: Any, bank: PhraseBank) -> None:
+    """Every slot of a chat template is a ``words`` list or a per-message slot."""
+    known = MESSAGE_SLOTS | set(bank.words)
+    located: list[tuple[Loc, str]] = [(("hellos", i), t) for i, t in enumerate(bank.hellos)]
+    located += [(("signoffs", i), t) for i, t in enumerate(bank.signoffs)]
+    for e, ex in enumerate(bank.exchanges):
+        for part in ("open", "reply", "follow"):
+            located += [(("exchanges", e, part, i), t) for i, t in enumerate(getattr(ex, part))]
+    for loc, template in located:
+        try:
+            slots = [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
+        except ValueError as exc:
+            raise _error(file, raw, loc, f"not a template: {exc} (got {template!r:.80})") from None
+        for slot in slots:
+            if slot not in known:
+                raise _error(
+                    file, raw, loc, f"unknown slot {{{slot}}}; not in words nor one of {sorted(MESSAGE_SLOTS)}"
+                )
 
 
 def _shipped(name: str) -> Traversable:

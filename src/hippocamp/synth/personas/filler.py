@@ -121,7 +121,7 @@ def template_decoys(ctx: LogContext, rng: random.Random) -> Iterator[Session | C
             sender = rng.choice(contacts)
             lines = [(sender, text, "decoy", None, None, other)]
             if rng.random() < 0.5:
-                lines.append(("me", rng.choice(phrase_bank().filler_replies), "decoy", None, None, other))
+                lines.append(("me", rng.choice(phrase_bank().neutral_replies), "decoy", None, None, other))
             yield Session(sender, random_time(rng, (ctx.start, ctx.end), "messenger"), lines)
         else:
             start = random_time(rng, (ctx.start, ctx.end), "calendar")
@@ -147,38 +147,97 @@ def _contact_name(ctx: LogContext, cid: str) -> str:
     return "you"
 
 
+#: draws of a template before a line already sent in this persona is accepted again
+_TRIES = 8
+
+
+def _key(text: str) -> str:
+    """A line as a reader compares lines: case, spacing and trailing punctuation ignored."""
+    return " ".join(text.casefold().split()).rstrip(".!?~ ")
+
+
+class _Writer:
+    """Fills chat templates for one persona: never a line that holds a fact's label, synonym or cue, dates
+    true to the send time (`fits_date`), and a line already sent only when ``_TRIES`` draws found no other."""
+
+    def __init__(self, ctx: LogContext, rng: random.Random) -> None:
+        self.rng = rng
+        terms = {normalize(t).strip() for f in ctx.facts for t in (f.label, *f.synonyms, *f.cues)}
+        self.terms = sorted(t for t in terms if t)
+        self.used: set[str] = set()
+
+    def clean(self, text: str) -> bool:
+        norm = normalize(text)
+        return not any(f" {t} " in norm for t in self.terms)
+
+    def line(self, templates: Iterable[str], at: datetime, **given: str) -> str | None:
+        """A filled line from ``templates`` (None when none fits the date or every draw names a fact)."""
+        fitting = [t for t in templates if fits_date(t, at)]
+        if not fitting:
+            return None
+        again: str | None = None
+        for _ in range(_TRIES):
+            text = fill(self.rng.choice(fitting), self.rng, **(dated_slots(at, self.rng) | given)).strip()
+            if not text or not fits_date(text, at) or not self.clean(text):
+                continue
+            if _key(text) not in self.used:
+                self.used.add(_key(text))
+                return text
+            again = again or text
+        return again
+
+
+def _chat(
+    writer: _Writer, at: datetime, contact: str, names: dict[str, str]
+) -> list[tuple[str, str, str, str | None, str | None, str | None]]:
+    """A filler chat of one or two exchanges: an opening line, its reply, maybe the opener's follow-up.
+    A second topic is opened by whoever spoke last, so no reply answers a line it was not written for.
+    ``names``: sender -> the first name of the one that sender writes to."""
+    rng = writer.rng
+    exchanges = phrase_bank().exchanges
+    sender = "me" if rng.random() < 0.6 else contact
+    lines: list[tuple[str, str]] = []
+    for _ in range(1 if rng.random() < 0.7 else 2):
+        ex = rng.choice(exchanges)
+        other = contact if sender == "me" else "me"
+        opener = writer.line(ex.open, at, name=names[sender])
+        reply = writer.line(ex.reply, at, name=names[other]) if opener else None
+        if opener is None or reply is None:
+            continue
+        lines += [(sender, opener), (other, reply)]
+        if ex.follow and rng.random() < 0.5 and (follow := writer.line(ex.follow, at, name=names[sender])):
+            lines.append((sender, follow))
+        sender = lines[-1][0]
+    return [(who, text, "filler", None, None, None) for who, text in lines]
+
+
 def template_filler(ctx: LogContext, rng: random.Random, evidence: list[Session]) -> Iterator[object]:
-    """Endless template filler: chats with contacts, everyday events, and greetings or sign-offs for the
-    ``evidence`` sessions (as ("before" or "after", session, text))."""
+    """Endless template filler: chats with contacts built from the bank's exchanges (every reply written
+    for its message), everyday events, and greetings or sign-offs for the ``evidence`` sessions (as
+    ("before" or "after", session, text)). Lines are drawn so that a persona rarely sends one twice."""
     phrases = phrase_bank()
     contacts = [c.id for c in ctx.circle.contacts] or ["c0"]
+    me = ctx.persona.seed.name.split()[0] if ctx.persona.seed.name.split() else "you"
+    writer = _Writer(ctx, rng)
     while True:
         r = rng.random()
         open_sessions = [s for s in evidence if not (s.has_before and s.has_after)]
         if r < 0.2 and open_sessions:
             s = rng.choice(open_sessions)
-            if not s.has_before:
-                greetings = [
-                    g for g in ("hey", "hi!", "you around?", "quick q", "morning!", "ok so") if fits_date(g, s.start)
-                ]
-                yield ("before", s, rng.choice(greetings))
-            else:
-                yield ("after", s, rng.choice(phrases.signoffs))
+            if not s.has_before:  # the contact opens: a greeting to the persona
+                text = writer.line(phrases.hellos, s.start, name=me)
+                if text:
+                    yield ("before", s, text)
+            else:  # the persona closes
+                text = writer.line(phrases.signoffs, s.start, name=_contact_name(ctx, s.contact))
+                if text:
+                    yield ("after", s, text)
         elif r < 0.7:
             contact = rng.choice(contacts)
-            name = _contact_name(ctx, contact)
-            lines: list[tuple[str, str, str, str | None, str | None, str | None]] = []
-            first_is_me = rng.random() < 0.6
             at = random_time(rng, (ctx.start, ctx.end), "messenger")
-            fitting = [line for line in phrases.filler_lines if fits_date(line, at)]  # dates agree with ``at``
-            for k in range(rng.randint(2, 4)):
-                me = (k % 2 == 0) == first_is_me
-                if me or k == 0:
-                    text = fill(rng.choice(fitting), rng, contact=name, **dated_slots(at, rng))
-                else:
-                    text = rng.choice(phrases.filler_replies)
-                lines.append(("me" if me else contact, text, "filler", None, None, None))
-            yield Session(contact, at, lines)
+            lines = _chat(writer, at, contact, {"me": _contact_name(ctx, contact), contact: me})
+            if lines:
+                yield Session(contact, at, lines)
         else:
             title, notes = rng.choice(phrases.filler_events)
             name = _contact_name(ctx, rng.choice(contacts))
@@ -186,6 +245,8 @@ def template_filler(ctx: LogContext, rng: random.Random, evidence: list[Session]
             own = clock_text(start)
             title = fill(title, rng, contact=name, time=own).capitalize()
             notes = fill(notes, rng, contact=name, time=own)
+            if not writer.clean(f"{title}\n{notes}"):  # a slot's word that names or cues a fact
+                continue
             start = agree(start, title, notes, (ctx.start, ctx.end))
             yield CalendarEvent(
                 id="",

@@ -206,7 +206,7 @@ def template_fragments(ctx: LogContext, cluster_id: str, fact_ids: list[str], at
                 said = fill(msgs[i], rng, **dated_slots(at, rng))  # {day} ahead, {month} to come
                 lines.append(FragmentLine(sender="me", text=rng.choice(phrase_bank().openers) + said))
             if rng.random() < 0.6:
-                lines.append(FragmentLine(sender=contact, text=rng.choice(phrase_bank().replies)))
+                lines.append(FragmentLine(sender=contact, text=rng.choice(phrase_bank().neutral_replies)))
             out.append(
                 Fragment(
                     id=fid,
