@@ -283,6 +283,9 @@ def test_generated_set_end_to_end(tmp_path: Path) -> None:
     json.dumps(report.as_dict())
     # fixed in the generator (issue 20): every event starts when its title and notes say it does
     assert not [f for f in data["findings"] if f["check"] == "calendar_notes"]
+    # T1 asks of both apps (every third case of the calendar)
+    t1 = figures["cases"]["by_type"]["T1"]["sources"]
+    assert t1["calendar_only"] >= 2 and t1["messenger_only"] > t1["calendar_only"]
     # and no message names a weekday or month its send date contradicts
     assert not [f for f in data["findings"] if f["check"] == "message_dates" and f["rule"] in ("weekday", "month")]
     page = CliRunner().invoke(realism, [str(out)])

@@ -127,7 +127,14 @@ def _case(
     )
 
 
+#: every this-many-th T1 case is asked of the calendar (the rest of the messages), so T1 draws on both
+#: apps about as the evidence does (two thirds messages, one third calendar)
+T1_CALENDAR_EVERY = 3
+
+
 def _t1(ctx: CaseContext, rng: random.Random, n: int) -> list[Case]:
+    """Up to ``n`` one-fact cases from one app each, over distinct categories; every
+    `T1_CALENDAR_EVERY`-th asked of the calendar when a fact left there has fragments in it."""
     options = []
     for f in ctx.static:
         app, ids = max(ctx.frags[f.id].items(), key=lambda kv: (len(kv[1]), kv[0] == "messenger"))
@@ -137,9 +144,18 @@ def _t1(ctx: CaseContext, rng: random.Random, n: int) -> list[Case]:
     out: list[Case] = []
     seen: set[str] = set()
     limit = min(n, max(1, len(ctx.static) // 2))  # leave facts for T2
-    for _, f, app, ids in options:
-        if len(out) == limit or f.category in seen:  # spread over categories
-            continue
+    while len(out) < limit:
+        want_calendar = len(out) % T1_CALENDAR_EVERY == T1_CALENDAR_EVERY - 1
+        fresh = [o for o in options if o[1].category not in seen]  # spread over categories
+        if want_calendar:
+            on_calendar = [o for o in fresh if ctx.frags[o[1].id].get("calendar")]
+            if on_calendar:
+                _, f, _, _ = on_calendar[0]
+                fresh = [(True, f, "calendar", ctx.frags[f.id]["calendar"])]
+        if not fresh:
+            break
+        _, f, app, ids = fresh[0]
+        options = [o for o in options if o[1].id != f.id]
         seen.add(f.category)
         where = "messages" if app == "messenger" else "calendar"
         q = f"Judging only from {ctx.name}'s {where}, {_lower_first(ask(f, ctx.persona))}"
