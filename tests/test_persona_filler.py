@@ -22,13 +22,12 @@ from hippocamp.synth.personas.banks import (
     ACTS,
     MESSAGE_SLOTS,
     TONES,
-    BankError,
     fact_bank,
-    load_phrase_bank,
     phrase_bank,
 )
 from hippocamp.synth.personas.verify import has_term
 from hippocamp.synth.realism import BAD_NEWS, CELEBRATION, COMMISERATION, GOOD_NEWS, audit_set
+from test_pcontext_banks import _phrases, _refused
 
 PHRASES: dict[str, Any] = json.loads(
     resources.files("hippocamp.synth.personas").joinpath("data/phrases.json").read_text(encoding="utf-8")
@@ -88,17 +87,6 @@ def test_replies_fit_the_tone_of_their_exchange() -> None:
     assert at  # the date plays no part here
 
 
-def _refused(tmp_path: Path, data: dict[str, Any], entry: str, field: str, reason: str) -> None:
-    path = tmp_path / "phrases.json"
-    path.write_text(json.dumps(data), encoding="utf-8")
-    with pytest.raises(BankError) as info:
-        load_phrase_bank(path, fact_bank())
-    err = info.value
-    assert err.file == str(path), err
-    assert err.entry == entry and err.field == field, err
-    assert reason in err.reason, err
-
-
 def _first_topic() -> str:
     return f"exchanges[0] ({PHRASES['exchanges'][0]['topic']!r})"
 
@@ -131,7 +119,7 @@ def test_a_bad_exchange_section_is_refused_naming_file_entry_and_field(
 ) -> None:
     data = copy.deepcopy(PHRASES)
     edit(data)
-    _refused(tmp_path, data, _first_topic() if entry == "first" else entry, field, reason)
+    _refused(tmp_path, _phrases, data, _first_topic() if entry == "first" else entry, field, reason)
 
 
 # -- the exchange logic --------------------------------------------------------------------------------------

@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import calendar
 import re
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
 import numpy as np
 
-__all__ = ["Period", "QueryParts", "read_query"]
+__all__ = ["MONTHS", "Period", "QueryParts", "month_numbers", "read_query", "times_within"]
 
 _MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
                 "october", "november", "december")  # fmt: skip
@@ -131,15 +132,22 @@ class QueryParts:
     def time_mask(self, times: np.ndarray, months: np.ndarray | None = None) -> np.ndarray:
         """Which of ``times`` (ISO strings, '' for none) fall in a named period or month. ``months``:
         the times' month numbers (0 for none), when the caller keeps them."""
-        hit = np.zeros(len(times), dtype=bool)
-        has = times != ""
-        for p in self.periods:
-            hit |= has & (times >= p.start) & (times < p.end)
-        if self.months:
-            if months is None:
-                months = month_numbers(times)
-            hit |= np.isin(months, sorted(self.months))
-        return hit
+        return times_within(times, [(p.start, p.end) for p in self.periods], self.months, months)
+
+
+def times_within(
+    times: np.ndarray, periods: Iterable[tuple[str, str]], months: Collection[int], numbers: np.ndarray | None = None
+) -> np.ndarray:
+    """Which of ``times`` (ISO strings, '' for none) fall in any of ``periods`` (half-open ranges of ISO
+    dates) or in any of ``months`` of any year; ``numbers``: the times' `month_numbers`, when the caller
+    keeps them."""
+    hit = np.zeros(len(times), dtype=bool)
+    has = times != ""
+    for start, end in periods:
+        hit |= has & (times >= start) & (times < end)
+    if months:
+        hit |= np.isin(month_numbers(times) if numbers is None else numbers, sorted(months))
+    return hit
 
 
 def month_numbers(times: np.ndarray) -> np.ndarray:

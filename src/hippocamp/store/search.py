@@ -46,7 +46,7 @@ import numpy as np
 from hippocamp.schema.segment import Segment
 from hippocamp.store.bm25 import COLUMN_WEIGHTS, MemoryBM25
 from hippocamp.store.db import Store, to_segment
-from hippocamp.store.query import QueryParts, month_numbers, read_query
+from hippocamp.store.query import MONTHS, QueryParts, month_numbers, read_query, times_within
 
 __all__ = [
     "CHAT_FUSION_WEIGHT",
@@ -121,10 +121,8 @@ def expand_words(words: list[str]) -> list[str]:
     return list(dict.fromkeys([*words, *extra]))
 
 
-_MONTHS = {m: f"{i:02d}" for i, m in enumerate(
-    ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-     "november", "december"), start=1)}  # fmt: skip
-_MONTHS.update({m[:3]: n for m, n in list(_MONTHS.items())} | {"sept": "09"})
+#: a month's name (full, three letters, "sept") as the two digits a path writes it with
+_MONTHS = {name: f"{number:02d}" for name, number in MONTHS.items()}
 
 
 def path_words(path: str) -> set[str]:
@@ -778,12 +776,7 @@ def _mask(c: _Catalog, f: SearchFilters, store: Store) -> np.ndarray | None:
     if f.before:
         mask = both(mask, (c.times != "") & (c.times < f.before))
     if f.periods or f.months:
-        hit = np.zeros(len(c.ids), dtype=bool)
-        for start, end in f.periods:
-            hit |= (c.times != "") & (c.times >= start) & (c.times < end)
-        if f.months:
-            hit |= np.isin(c.month_numbers(), list(f.months))
-        mask = both(mask, hit)
+        mask = both(mask, times_within(c.times, f.periods, f.months, c.month_numbers() if f.months else None))
     if len(c.masks) >= 64:
         c.masks.clear()
     c.masks[f] = mask

@@ -28,7 +28,7 @@ _MONTH_NAMES = ("January", "February", "March", "April", "May", "June", "July", 
                 "November", "December")  # fmt: skip
 _DAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
-_WEEKDAYS = {name: i for i, name in enumerate(("mon", "tue", "wed", "thu", "fri", "sat", "sun"))}
+_WEEKDAYS = {name[:3].lower(): i for i, name in enumerate(_DAY_NAMES)}
 _TIME = r"(?:noon|midnight|\d{1,2}(?::[0-5]\d)?\s*(?:am|pm|a\.m\.|p\.m\.)?)"
 _RANGE = rf"{_TIME}\s*(?:-|–|to)\s*{_TIME}"
 _DAY = r"(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)(?:day|nesday|sday|urday|rsday)?\.?"
@@ -174,4 +174,5 @@ def fits_date(template: str, at: datetime) -> bool:
         return False
     if re.search(r"\b(?:good )?morning\b", text) and not 5 <= at.hour < 12:
         return False
-    return not (re.search(r"\b(?:good )?night\b!?$", text) and not (at.hour >= 20 or at.hour < 3))
+    late = at.hour >= 20 or at.hour < 3
+    return late or not re.search(r"\b(?:good )?night\b!?$", text)
