@@ -30,7 +30,7 @@ from hippocamp.synth.personas import SetConfig, parse_filter, read_seed_file, ru
 from hippocamp.synth.personas import verify as V
 from hippocamp.synth.personas.artifacts import load as _load
 from hippocamp.synth.personas.artifacts import load_jsonl as _load_jsonl
-from hippocamp.synth.personas.banks import fact_bank, phrase_bank
+from hippocamp.synth.personas.banks import fact_bank, interview_bank, phrase_bank
 from hippocamp.synth.personas.cases import PER_TYPE, CaseContext, ask, change_topic, template_cases
 from hippocamp.synth.personas.facts import bank, fact_from_spec, spec_of
 from hippocamp.synth.personas.seeds import SeedError
@@ -188,7 +188,7 @@ def test_bank_signals_carry_cues_and_never_name_facts() -> None:
     filler = [*T.filler_lines, *T.filler_replies, *T.replies, *(a + " " + b for a, b in T.filler_events)]
     for text in filler:
         assert not [k for k, t in terms if V.has_term(text, t)], text
-    assert sum(len(q) for q in T.questions.values()) >= 100
+    assert len(interview_bank().questions) >= 100
 
 
 def test_default_persona_at_paper_scale(tset: tuple[SetConfig, SetSummary]) -> None:
@@ -317,10 +317,9 @@ def test_twenty_personas_cover_every_boundary_and_mechanism(tmp_path: Path) -> N
     s = run_set(SetConfig(out=tmp_path / "s", n=20, seed=1, filler_ratio=0.0, decoy_share=0.0))
     assert s.personas_passed == 20 and s.cases_rejected == 0
     for t, want in PER_TYPE.items():
-        # T3 needs facts that change: once the sampler respects the constraints, a retiree fits only ~9 of
-        # the bank's 21 changeable facts, and some personas get 5 of the 7 (the parametrised bank of issue
-        # 20 widens this)
-        assert s.cases_by_type[t] >= (0.9 if t == "T3" else 0.95) * 20 * want, (t, s.cases_by_type)
+        # T3 needs facts that change into a state that still fits the seed: a 79-year-old retiree fits
+        # few of the bank's 21 changeable facts and gets 3 of the 7 (124 of 140 over these 20 personas)
+        assert s.cases_by_type[t] >= (0.85 if t == "T3" else 0.95) * 20 * want, (t, s.cases_by_type)
     boundaries: Counter[str] = Counter()
     kinds: Counter[str] = Counter()
     evidence: list[str] = []

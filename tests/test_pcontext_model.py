@@ -84,9 +84,10 @@ def _recall(payload: dict) -> dict:
         cases.append({"type": "T1", "question": f"What do {name}'s chats hint about {f['category']} ({k})?",
                       "fact_ids": [f["id"]], "supporting_fragments": msg})  # fmt: skip
     both = [f for f in static if {x["app"] for x in f["fragments"]} == {"messenger", "calendar"}]
-    for k, f in enumerate(both[3:5], start=1):
+    for k, (f, g) in enumerate(zip(both[3:5], both[5:7], strict=False), start=1):  # T2 joins two facts
         cases.append({"type": "T2", "question": f"Across apps, what does {name} deal with ({k})?",
-                      "fact_ids": [f["id"]], "supporting_fragments": [x["id"] for x in f["fragments"]]})  # fmt: skip
+                      "fact_ids": [f["id"], g["id"]],
+                      "supporting_fragments": [x["id"] for h in (f, g) for x in h["fragments"]]})  # fmt: skip
     for f in facts:
         if f.get("prior_of") in by_id:
             frags = [x["id"] for g in (f, by_id[f["prior_of"]]) for x in g["fragments"]]

@@ -14,8 +14,20 @@ def _template_or_model(ctx: click.Context, param: click.Parameter, value: str | 
     return value if value in (None, "template") else model_option(ctx, param, value)
 
 
+#: the paper's main instance (P-ContextBench: 100 personas, 500 contacts, about 100 hidden facts each with
+#: about 7 that change, 2.5:1 filler, no decoys); a preset fills the options not given on the command line
+PRESETS: dict[str, dict[str, object]] = {
+    "paper": {"n": 100, "filler_ratio": 2.5, "decoys": 0.0, "facts": 100, "contacts": 5},
+}
+
+
 @click.command("personas")
-@click.option("--n", "n", required=True, type=click.IntRange(min=1), help="Number of personas.")
+@click.option("--preset", type=click.Choice(sorted(PRESETS)), default=None,
+              help="Settings of a published set: 'paper' = 100 personas, 5 contacts, 100 facts, 2.5:1 filler, "
+                   "no decoys (options given explicitly win).")  # fmt: skip
+@click.option(
+    "--n", "n", default=None, type=click.IntRange(min=1), help="Number of personas (required without --preset)."
+)
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), callback=writable_dir_option,
               help="Folder to write into.")  # fmt: skip
 @click.option("--filter", "filter_", default=None, help="Seed filter, e.g. age=30-45,occupation=nurse.")
@@ -34,9 +46,15 @@ def _template_or_model(ctx: click.Context, param: click.Parameter, value: str | 
 @click.option("--verifier", default=None, callback=model_option, help="A model that also verifies clusters.")
 @click.option("--seeds-file", default=None, type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="CSV/JSONL seeds.")  # fmt: skip
+@click.option("--recovery", default="measure", show_default=True, type=click.Choice(["enforce", "measure"]),
+              help="Retrieval check: write again (up to 3 attempts) the clusters a fact's own question does not find, "
+                   "or only measure the ranks.")  # fmt: skip
+@click.option("--recovery-k", default=10, show_default=True, type=click.IntRange(min=1),
+              help="A fact is found when one of its fragments is among this many search results.")  # fmt: skip
 @click.option("--concurrency", default=4, show_default=True, type=click.IntRange(min=1), help="Model calls in flight.")
 def personas(
-    n: int,
+    preset: str | None,
+    n: int | None,
     out: Path,
     filter_: str | None,
     seed: int,
@@ -48,11 +66,26 @@ def personas(
     model: str,
     verifier: str | None,
     seeds_file: Path | None,
+    recovery: str,
+    recovery_k: int,
     concurrency: int,
 ) -> None:
     """Write OUT/<persona>/{persona,facts,circle}.json, messenger/calendar/cases .jsonl, calendar.ics,
     verification.json, and OUT/summary.json. Re-running the same command continues a stopped run."""
     from hippocamp.synth.personas import PipelineError, SeedError, SetConfig, run_set
+
+    if preset is not None:
+        ctx = click.get_current_context()
+        given = {k for k in PRESETS[preset] if ctx.get_parameter_source(k) == click.core.ParameterSource.COMMANDLINE}
+        chosen = {k: v for k, v in PRESETS[preset].items() if k not in given}
+        n = int(chosen.get("n", n))  # type: ignore[call-overload]
+        filler_ratio = float(chosen.get("filler_ratio", filler_ratio))  # type: ignore[arg-type]
+        decoys = float(chosen.get("decoys", decoys))  # type: ignore[arg-type]
+        facts = int(chosen.get("facts", facts))  # type: ignore[call-overload]
+        contacts = int(chosen.get("contacts", contacts))  # type: ignore[call-overload]
+        click.echo(f"preset {preset}: " + ", ".join(f"{k}={v}" for k, v in chosen.items()), err=True)
+    if n is None:
+        fail("--n is required (or give --preset)")
 
     chat = judge = None
     try:
@@ -69,7 +102,7 @@ def personas(
     cfg = SetConfig(
         out=out, n=n, seed=seed, days=days, filler_ratio=filler_ratio, decoy_share=decoys, filter=filter_,
         seeds_file=seeds_file, model=model, verifier=verifier, contacts=contacts, facts=facts,
-        concurrency=concurrency,
+        recovery=recovery, recovery_k=recovery_k, concurrency=concurrency,
     )  # fmt: skip
     started = time.perf_counter()
     try:

@@ -103,6 +103,9 @@ class Seed(_Artifact):
     income_band: str
     hobbies: list[str] = Field(default_factory=list)
     goals: list[str] = Field(default_factory=list)
+    #: free-text descriptions a seed file carries (Nemotron-Personas-USA's persona, professional, sports,
+    #: arts, travel, culinary and cultural-background columns, skills), read for what makes facts likely
+    narrative: str = ""
     #: where the seed came from: "census-marginals" or "file:<name>:<row>"
     source: str = "census-marginals"
 
@@ -164,6 +167,8 @@ class Fact(BaseModel):
     #: for a prior state: the id of the fact that replaced it
     prior_of: str | None = None
     tags: list[str] = Field(default_factory=list)
+    #: a template fact's parameters (the bank spec's ``slots``: names, places, amounts chosen for this persona)
+    slots: dict[str, str | list[str]] = Field(default_factory=dict)
 
     @field_validator("category")
     @classmethod
@@ -239,6 +244,9 @@ class VerifierAttempt(BaseModel):
     passed: bool
     verifier: str = "lexical"
     error: str = ""
+    #: the retrieval check (verifier ``...+retrieval@k``): fact id -> rank of its best fragment in a search
+    #: of the persona's logs for the fact's question (None: not in the first 100)
+    ranks: dict[str, int | None] = Field(default_factory=dict)
 
 
 class Cluster(_Artifact):
@@ -282,7 +290,8 @@ class CalendarEvent(_Artifact):
 class Case(_Artifact):
     """A test case with its answer key; T1–T4 ask about the persona, T5 is a first-person request, and
     an ``abstain`` case (LoCoMo's adversarial questions) is answered right by saying the logs do not
-    tell. The LoCoMo fields are written only when set, so a generated case has none of them."""
+    tell. The LoCoMo fields are written only when set, so a generated case has none of them; so is a T4
+    case's inference ``rule``."""
 
     id: str
     persona_id: str
@@ -302,6 +311,8 @@ class Case(_Artifact):
     conclusion: str | None = None
     mechanism: str | None = None
     mechanism_kind: str | None = None
+    #: the inference rule that takes the facts to the conclusion (a template case states it; written only when set)
+    rule: str | None = None
     # T5
     constraints: list[str] = Field(default_factory=list)
     boundary: str | None = None
@@ -313,7 +324,7 @@ class Case(_Artifact):
     @model_serializer(mode="wrap")
     def _without_unset_imports(self, handler: Any) -> Any:
         data = handler(self)
-        for key in ("locomo_category", "adversarial_answer"):
+        for key in ("locomo_category", "adversarial_answer", "rule"):
             if isinstance(data, dict) and data.get(key) is None:
                 data.pop(key, None)
         return data
@@ -336,6 +347,9 @@ class VerificationReport(_Artifact):
     rejected_cases: list[str] = Field(default_factory=list)
     #: stages where the model failed and the template engine stood in, with the error
     fallbacks: list[str] = Field(default_factory=list)
+    #: fact id -> rank of its best fragment in a lexical search of the final logs for the fact's question
+    #: (None: not in the first 100), for the facts of the verified clusters (the ``recoverability`` check)
+    recovery_ranks: dict[str, int | None] = Field(default_factory=dict)
 
 
 class SetSummary(_Artifact):
@@ -370,3 +384,14 @@ class SetSummary(_Artifact):
     fragment_rejection_rate: float
     personas_passed: int
     failed_personas: list[str] = Field(default_factory=list)
+    #: the retrieval check's depth: a fact's question must find one of its fragments in the top k (0: not run)
+    recovery_k: int = 0
+    #: retained fragments (of verified clusters) by the attempt at which their cluster passed ("1".."3"),
+    #: and as shares of all retained fragments (the paper: ~87% first, ~10% second, ~3% third)
+    fragments_by_attempt: dict[str, int] = Field(default_factory=dict)
+    fragment_attempt_shares: dict[str, float] = Field(default_factory=dict)
+    #: fragments of clusters that failed their last attempt, left out of the logs (the paper: 2,904)
+    fragments_rejected: int = 0
+    #: facts of verified clusters whose question finds one of their fragments in the top k of the final
+    #: logs, over those facts (the ``recoverability`` check of each ``verification.json``)
+    recovery_recall: float = 0.0

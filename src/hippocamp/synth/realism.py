@@ -65,6 +65,7 @@ __all__ = [
     "RealismReport",
     "Rule",
     "audit_set",
+    "plausibility",
 ]
 
 Severity = Literal["violation", "suspicious", "info"]
@@ -479,7 +480,10 @@ FACT_CLASSES: dict[str, str | tuple[str, ...]] = {
     "no_alcohol": r"\bdoes not drink\b|\bdoesn't drink\b|\bnever drinks\b|\bsober\b|\bin recovery\b|\bteetotal",
     "heavy_caffeine": r"\b(?:a lot of|lots of|a ton of|endless) coffee\b|\bcoffee addict\b|\bcups of coffee a day\b",
     "no_caffeine": r"\bquit (?:caffeine|coffee)\b|\b(?:caffeine|coffee) free\b|\bno caffeine\b|\bonly decaf\b",
-    "smoker": r"\bsmokes\b(?! meat)|\bsmoker\b|\bpacks? a day\b|\bvapes\b",
+    "smoker": (
+        r"\bsmokes\b(?! (?:\w+ ){0,2}(?:meat|pork|brisket|ribs|fish|salmon|turkey|chicken|sausage|shoulder|cheese))",
+        r"\bsmoker\b(?! (?:grill|box))|\bpacks? a day\b|\bvapes\b",
+    ),
     "quit_smoking": r"\bquit smoking\b|\bstopped smoking\b|\bex smoker\b|\bformer smoker\b",
     # childhood origins
     "origin_military_kid": (
@@ -522,7 +526,10 @@ FACT_CLASSES: dict[str, str | tuple[str, ...]] = {
         r"\bteenage (?:son|daughter|kids|children)\b",
         r"\bteenagers at home\b",
     ),
-    "stepchildren": r"\bstep ?(?:children|kids|son|daughter)\b|\bblended family\b",
+    "stepchildren": (
+        r"(?<!through a )(?<!through her )(?<!through his )\bstep ?(?:children|kids|son|daughter)\b",
+        r"\bblended family\b",
+    ),
     "empty_nester": r"\bempty nest",
     "new_empty_nester": r"\b(?:just|recently) became an empty nester\b|\bnew empty nester\b|\bnewly empty nest",
     "grandchildren": r"\bgrand(?:children|kids?|son|daughter|baby)\b",
@@ -536,7 +543,7 @@ FACT_CLASSES: dict[str, str | tuple[str, ...]] = {
     "married_years": r"\bmarried (?:for )?(?:over |more than |nearly |almost )?(?P<n>\d+)\b",
     "engaged": r"\bengaged\b|\bplanning a wedding\b|\bfianc",
     "newlywed": r"\bgot married\b|\bnewlywed\b|\bjust married\b",
-    "single_dating": r"\bsingle\b(?! parent)|\bdating apps?\b|\bdating through\b",
+    "single_dating": r"\bsingle\b(?! (?:parent|speed|family|file|malt|room|bed))|\bdating apps?\b|\bdating through\b",
     "divorced": r"\bdivorc",
     "widowed": r"\blost (?:a|her|his|their) (?:spouse|husband|wife|partner)\b|\bwidow",
     # schedule and body
@@ -587,7 +594,10 @@ FACT_CLASSES: dict[str, str | tuple[str, ...]] = {
     "rural": r"\blives? (?:out )?in the country\b|\blives? on a (?:farm|ranch)\b|\brural\b",
     "urban_walker": r"\bwalks everywhere in the city\b|\blives? downtown\b",
     "no_car": r"\b(?:does not|doesn't) own a car\b|\bno car\b|\bcar free\b|\bsold (?:the|his|her|their) car\b",
-    "no_license": r"\blost (?:a|his|her|their|the) driver's license\b|\bcan't drive\b|\bsuspended license\b",
+    "no_license": (
+        r"\blost (?:a|his|her|their|the) driver's license\b|\bcan't drive\b(?! (?:after dark|at night|on highways))",
+        r"\bsuspended license\b",
+    ),
     "owns_vehicle": r"\bpickup\b(?! (?:basketball|game))|\belectric car\b|\bmotorcycle\b|\bdrives an?\b",
     "drives": (
         r"\bdrives (?:a|an|the|his|her|their|for|to|everywhere)\b|\bdriving (?:a|an|the|his|her|their|for|to)\b",
@@ -1042,6 +1052,8 @@ def _constraints(p: _Persona, findings: list[Finding]) -> None:
                 continue
             for c in rule.classes:
                 for f in by_class.get(c, []):
+                    if f.start is not None:  # a change during the window: the seed is the life before it
+                        continue
                     add(rule, [f], shown, rule.seed_field)
     doubted = {f.record for f in found if f.severity == "violation"}
     findings.extend(f for f in found if f.severity == "violation" or f.record not in doubted)
@@ -1179,7 +1191,7 @@ def _note_claims(title: str, notes: str) -> Iterator[tuple[str, str, set[int] | 
     own = notes.split(";")
     segments = [own[0]] + [s for s in own[1:] if not _EMBEDDED.match(s.strip())]
     for seg in segments:
-        for chunk in seg.split(","):
+        for chunk in re.split(r",(?!\d{3}\b)", seg):  # "2,000 yards" is one number, not "2" and "000 yards"
             chunk = chunk.strip()
             if not chunk or not re.search(r"\d|noon|midnight|day\b|\b(?:mon|tue|wed|thu|fri|sat|sun)\b", chunk, re.I):
                 continue
@@ -1645,6 +1657,17 @@ def _replies(personas: list[_Persona], findings: list[Finding]) -> dict[str, Any
 
 
 # -- the audit -------------------------------------------------------------------------------------
+def plausibility(persona_id: str, seed: dict[str, Any], facts: list[dict[str, Any]]) -> list[Finding]:
+    """The plausibility findings of one persona from its seed and facts as JSON objects (what
+    ``persona.json`` and ``facts.json`` hold): `CONSTRAINT_RULES` and facts listed twice. The generator
+    reports these in ``verification.json``; they come from this module's own rules, not the sampler's."""
+    findings: list[Finding] = []
+    p = _Persona(persona_id, Path(persona_id), seed=seed, facts=facts)
+    _shared_facts([p], findings)
+    _constraints(p, findings)
+    return [f for f in findings if f.check in ("constraints", "duplicate_fact")]
+
+
 def audit_set(path: str | Path) -> RealismReport:
     """Audit the persona set in ``path`` (a set folder, or one persona folder) from its files alone.
 

@@ -36,6 +36,11 @@ class SetConfig:
     #: facts that change during the window (each adds a current state and a T3 case)
     changes: int = 7
     start: date = date(2025, 3, 3)
+    #: the retrieval check of stage 4 (`recover`): "enforce" writes again the clusters whose facts' own
+    #: questions do not find them among the first ``recovery_k`` items of the logs (up to three attempts,
+    #: then rejects them); "measure" only records the ranks
+    recovery: str = "measure"
+    recovery_k: int = 10
     concurrency: int = 4
     #: how hard a model is tried (not part of the set's settings: a run may resume with others):
     #: a cap on every answer's tokens (None: the per-stage caps of `model.MAX_TOKENS`), and the
@@ -58,6 +63,10 @@ class SetConfig:
             raise PipelineError(f"give_up must be at least 1, got {self.give_up}")
         if self.contacts < 1:
             raise PipelineError(f"--contacts must be at least 1, got {self.contacts}")
+        if self.recovery not in ("enforce", "measure"):
+            raise PipelineError(f"--recovery must be enforce or measure, got {self.recovery!r}")
+        if self.recovery_k < 1:
+            raise PipelineError(f"--recovery-k must be at least 1, got {self.recovery_k}")
         least = max(len(CATEGORIES), self.changes + 2)  # one per category, so every case type can be made
         if self.facts < least:
             raise PipelineError(f"--facts must be at least {least} (one per category; changes + 2), got {self.facts}")

@@ -17,6 +17,7 @@ adds its own findings; the same rules then run over its repaired facts.
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 from datetime import date, timedelta
 from functools import cache
@@ -25,8 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from hippocamp.schema.pcontext import CATEGORIES, AuditFinding, AuditReport, Fact, InterviewTurn, Seed
-from hippocamp.synth.personas.banks import FactSpec, Perspective, fact_bank
-from hippocamp.synth.personas.interview import TOPIC_OF
+from hippocamp.synth.personas.banks import SEED_SLOTS, TOPIC_OF, FactSpec, Perspective, fact_bank
 from hippocamp.synth.personas.model import ModelStageError, ask
 from hippocamp.synth.personas.seeds import marginals, working
 from hippocamp.synth.personas.verify import normalize
@@ -34,9 +34,11 @@ from hippocamp.synth.personas.verify import normalize
 __all__ = [
     "DEFAULT_CHANGES",
     "DEFAULT_FACTS",
+    "FactDrawer",
     "apply_changes",
     "audit_and_repair",
     "bank",
+    "choose_slots",
     "ensure_changeable",
     "fact_from_spec",
     "find_problems",
@@ -44,7 +46,9 @@ __all__ = [
     "model_changes",
     "model_facts",
     "sample_facts",
+    "seed_matches",
     "spec_of",
+    "weight",
 ]
 
 #: the paper's instance: 10,088 hidden facts over 100 personas, about 7 of them changing (663 T3 cases)
@@ -54,7 +58,7 @@ DEFAULT_CHANGES = 7
 
 @cache
 def bank() -> dict[str, FactSpec]:
-    """Every spec by key, current states (``then``) included."""
+    """Every spec by key, current states (``then``) included, their parameters unset."""
     out: dict[str, FactSpec] = {}
     for spec in fact_bank().facts:
         out[spec.key] = spec
@@ -63,83 +67,195 @@ def bank() -> dict[str, FactSpec]:
     return out
 
 
+@cache
+def _filled(key: str, values: str) -> FactSpec:
+    return bank()[key].filled(json.loads(values))
+
+
 def spec_of(fact: Fact) -> FactSpec | None:
-    """The bank spec a template fact came from (its ``bank:<key>`` tag), None for model facts."""
+    """The bank spec a template fact came from (its ``bank:<key>`` tag) with the fact's parameters set,
+    None for model facts."""
     for tag in fact.tags:
         if tag.startswith("bank:"):
-            return bank().get(tag[5:])
+            key = tag[5:]
+            if key not in bank():
+                return None
+            return _filled(key, json.dumps(fact.slots, sort_keys=True)) if fact.slots else bank()[key]
     return None
 
 
-def fact_from_spec(spec: FactSpec, fid: str) -> Fact:
+@cache
+def _seed_slots_used(key: str) -> tuple[str, ...]:
+    spec = bank()[key]
+    texts = [t for _, t in spec.texts()] + ([t for _, t in spec.then.texts()] if spec.then else [])
+    return tuple(n for n in SEED_SLOTS if any(f"{{@{n}}}" in t for t in texts))
+
+
+def choose_slots(spec: FactSpec, rng: random.Random | None, seed: Seed | None = None) -> dict[str, Any]:
+    """One choice per parameter of ``spec`` (the first choice without ``rng``), and the seed's city and
+    state where its texts name them."""
+    values: dict[str, Any] = {}
+    for name, choices in spec.slots.items():
+        choice = rng.choice(choices) if rng is not None else choices[0]
+        values[name] = choice if isinstance(choice, str) else list(choice)
+    for name in _seed_slots_used(spec.key) if spec.key in bank() else ():
+        where = "" if seed is None else (seed.city or seed.state) if name == "city" else seed.state
+        values[name] = where or ("town" if name == "city" else "the state")
+    return values
+
+
+def fact_from_spec(spec: FactSpec, fid: str, values: dict[str, Any] | None = None) -> Fact:
+    """The fact ``spec`` states with its parameters set to ``values`` (unset: the first choices)."""
+    values = choose_slots(spec, None) if values is None else values
+    filled = spec.filled(values) if values else spec
     return Fact(
         id=fid,
         category=spec.category,
-        label=spec.label,
-        synonyms=list(spec.synonyms),
-        cues=list(spec.cues),
-        value=spec.say,
+        label=filled.label,
+        synonyms=list(filled.synonyms),
+        cues=list(filled.cues),
+        value=filled.say,
         tags=[f"bank:{spec.key}", *spec.tags],
+        slots=values,
     )
+
+
+def seed_matches(predicate: str, seed: Seed) -> bool:
+    """Whether ``seed`` meets one `FactSpec.likely` predicate."""
+    kind, _, arg = predicate.partition(":")
+    if kind == "working":
+        return working(seed)
+    if kind == "not_working":
+        return not working(seed)
+    if kind == "age":
+        lo, hi = (int(x) for x in arg.split("-"))
+        return lo <= seed.age <= hi
+    field = {
+        "group": seed.occupation_group,
+        "occupation": seed.occupation,
+        "status": seed.occupation,
+        "household": seed.household,
+        "education": seed.education,
+        "region": seed.region,
+        "sex": seed.sex,
+        "mentions": " ".join([seed.occupation, *seed.hobbies, *seed.goals, seed.narrative]),
+    }[kind]
+    if kind == "household":
+        return _lives(seed.household.lower(), arg)
+    if kind in ("sex", "status"):
+        return field.lower() == arg
+    return arg in field.lower()
+
+
+#: each `FactSpec.likely` predicate a seed meets multiplies the spec's weight by this
+LIKELY_FACTOR = 3.0
+
+
+def weight(spec: FactSpec, seed: Seed | None) -> float:
+    """How likely ``spec`` is for ``seed`` relative to a spec that says nothing about it."""
+    if seed is None:
+        return 1.0
+    return LIKELY_FACTOR ** sum(seed_matches(p, seed) for p in spec.likely)
+
+
+def _weighted_order(specs: list[FactSpec], rng: random.Random, seed: Seed | None) -> list[FactSpec]:
+    """``specs`` in a random order where heavier specs tend to come first (a weighted draw without
+    replacement: each spec's key is u ** (1 / weight), largest first)."""
+    keyed = [(rng.random() ** (1.0 / weight(s, seed)), i, s) for i, s in enumerate(specs)]
+    keyed.sort(key=lambda k: (-k[0], k[1]))
+    return [s for _, _, s in keyed]
+
+
+class FactDrawer:
+    """Draws a persona's facts one category at a time (the interview asks, `sample_facts` takes turns).
+    With the persona's ``seed`` the draw is weighted by what the seed makes likely (`weight`) and respects
+    the constraints as it goes: a fact that does not fit the seed (`demographic_issue`) or contradicts one
+    already drawn (the bank's ``conflicts``: one diet family, one childhood, one course of study, ...)
+    is passed over; without it the draw is blind and the audit repairs the misfits. Each fact's parameters
+    are drawn as it is chosen."""
+
+    def __init__(self, rng: random.Random, seed: Seed | None = None):
+        self.rng, self.seed = rng, seed
+        self.pools = {
+            c: list(reversed(_weighted_order([s for s in fact_bank().facts if s.category == c], rng, seed)))
+            for c in CATEGORIES
+        }
+        self.drawn: list[Fact] = []
+
+    def _fits(self, spec: FactSpec) -> bool:
+        if self.seed is None:
+            return True
+        if demographic_issue(spec, self.seed):
+            return False
+        candidate = fact_from_spec(spec, "candidate")
+        return not any(_conflict(other, candidate) for other in self.drawn)
+
+    def left(self, category: str) -> bool:
+        return bool(self.pools[category])
+
+    def draw(self, category: str, fid: str = "drawn") -> Fact | None:
+        """The next fitting fact of ``category``, or None when the bank has none left."""
+        pool = self.pools[category]
+        while pool:
+            spec = pool.pop()
+            if self._fits(spec):
+                fact = fact_from_spec(spec, fid, choose_slots(spec, self.rng, self.seed))
+                self.drawn.append(fact)
+                return fact
+        return None
 
 
 def sample_facts(
     persona_id: str, rng: random.Random, n: int = DEFAULT_FACTS - DEFAULT_CHANGES, seed: Seed | None = None
 ) -> list[Fact]:
-    """``n`` facts spread evenly over the 18 categories (as many as the bank holds). Categories take
-    turns, in a new random order each round. With the persona's ``seed`` the draw respects the
-    constraints as it goes: a fact that does not fit the seed (`demographic_issue`) or contradicts one
-    already drawn (the bank's ``conflicts``: one diet family, one childhood, one course of study, ...)
-    is passed over; without it the draw is blind and the audit repairs the misfits."""
-    pools = {c: [s for s in fact_bank().facts if s.category == c] for c in CATEGORIES}
-    for pool in pools.values():
-        rng.shuffle(pool)
-    chosen: dict[str, list[FactSpec]] = {c: [] for c in CATEGORIES}
-    drawn: list[Fact] = []
-
-    def fits(spec: FactSpec) -> bool:
-        if seed is None:
-            return True
-        if demographic_issue(spec, seed):
-            return False
-        candidate = fact_from_spec(spec, "candidate")
-        return not any(_conflict(other, candidate) for other in drawn)
-
+    """``n`` facts spread evenly over the 18 categories (as many as the bank holds), drawn by a
+    `FactDrawer`: categories take turns, in a new random order each round."""
+    drawer = FactDrawer(rng, seed)
+    chosen: dict[str, list[Fact]] = {c: [] for c in CATEGORIES}
     total = 0
-    while total < n and any(pools.values()):
-        order = [c for c in CATEGORIES if pools[c]]
+    while total < n and any(drawer.left(c) for c in CATEGORIES):
+        order = [c for c in CATEGORIES if drawer.left(c)]
         rng.shuffle(order)
+        if total == 0:  # a small inventory still holds a personal rule, for T5
+            order.sort(key=lambda c: c != "constraints")
         for category in order[: n - total]:
-            pool = pools[category]
-            while pool:
-                spec = pool.pop()
-                if fits(spec):
-                    chosen[category].append(spec)
-                    drawn.append(fact_from_spec(spec, "drawn"))
-                    total += 1
-                    break
+            fact = drawer.draw(category)
+            if fact is not None:
+                chosen[category].append(fact)
+                total += 1
     out: list[Fact] = []
     for category in CATEGORIES:
-        for spec in chosen[category]:
-            out.append(fact_from_spec(spec, f"{persona_id}-F{len(out) + 1:03d}"))
+        for fact in chosen[category]:
+            out.append(fact.model_copy(update={"id": f"{persona_id}-F{len(out) + 1:03d}"}))
     return out
 
 
 def apply_changes(
-    facts: list[Fact], persona_id: str, start: date, days: int, rng: random.Random, changes: int = DEFAULT_CHANGES
+    facts: list[Fact],
+    persona_id: str,
+    start: date,
+    days: int,
+    rng: random.Random,
+    changes: int = DEFAULT_CHANGES,
+    seed: Seed | None = None,
 ) -> list[Fact]:
     """Up to ``changes`` facts that can change (of distinct categories while there are some; never into
-    a successor that contradicts another fact) get a successor: the prior ends, the current begins, on
-    a day in the middle third of the window. Returns the facts with the successors appended."""
+    a successor that contradicts another fact or, with the ``seed``, does not fit it) get a successor:
+    the prior ends, the current begins, on a day in the middle third of the window. Returns the facts
+    with the successors appended."""
     out = [f.model_copy() for f in facts]
 
     def successor_fits(i: int, then: FactSpec) -> bool:  # "bought a house" beside "lives in a downtown studio"
+        if seed is not None and demographic_issue(then, seed):  # newborn twins in a home "with no children"
+            return False
         after = fact_from_spec(then, "successor")
         return not any(_conflict(other, after) for j, other in enumerate(out) if j != i)
 
     candidates = [i for i, f in enumerate(out)
                   if (s := spec_of(f)) is not None and s.then is not None and successor_fits(i, s.then)]  # fmt: skip
     rng.shuffle(candidates)
+    # facts with T5 requests change last, so a small inventory keeps a current constraint to ask about
+    candidates.sort(key=lambda i: bool((s := spec_of(out[i])) is not None and s.requests))
     first: dict[str, int] = {}  # one change per category first: T3 asks about a category
     for i in candidates:
         first.setdefault(out[i].category, i)
@@ -152,7 +268,8 @@ def apply_changes(
             continue
         n += 1
         on = start + timedelta(days=rng.randint(days // 3, max(days // 3, 2 * days // 3)))
-        current = fact_from_spec(spec.then, f"{persona_id}-F{n:03d}").model_copy(update={"valid_from": on})
+        values = {**out[i].slots, **choose_slots(spec.then, rng)}
+        current = fact_from_spec(spec.then, f"{persona_id}-F{n:03d}", values).model_copy(update={"valid_from": on})
         out[i] = out[i].model_copy(update={"valid_to": on, "prior_of": current.id})
         out.append(current)
     return out
@@ -186,6 +303,11 @@ def demographic_issue(spec: FactSpec, seed: Seed) -> str | None:
         return f"work status is {seed.occupation!r}"
     if w.groups is not None and not any(g.lower() in seed.occupation_group.lower() for g in w.groups):
         return f"occupation group {seed.occupation_group!r} does not fit"
+    job = seed.occupation.lower()
+    if w.occupation is not None and not any(o.lower() in job for o in w.occupation):
+        return f"occupation {seed.occupation!r} does not fit"
+    if w.not_occupation is not None and any(o.lower() in job for o in w.not_occupation):
+        return f"occupation {seed.occupation!r} rules it out"
     if w.education is not None and not any(e in seed.education for e in w.education):
         return f"education {seed.education!r} does not fit"
     if w.max_income is not None and _income_index(seed) > w.max_income:
@@ -265,7 +387,7 @@ def audit_and_repair(seed: Seed, facts: list[Fact], rng: random.Random) -> tuple
         other.sort(key=lambda s: filled.get(s.category, 0))
         replacement = None
         for spec in [*same, *other]:
-            trial = [*facts[:i], fact_from_spec(spec, bad.id), *facts[i + 1 :]]
+            trial = [*facts[:i], fact_from_spec(spec, bad.id, choose_slots(spec, rng, seed)), *facts[i + 1 :]]
             if _problem_at(seed, trial, i) is None:
                 replacement = trial[i]
                 used.add(spec.key)
@@ -283,8 +405,12 @@ def audit_and_repair(seed: Seed, facts: list[Fact], rng: random.Random) -> tuple
     return facts, AuditReport(findings=findings, repaired=repaired, remaining=remaining, auditor="rules")
 
 
-def _changeable(fact: Fact) -> bool:
-    return (spec := spec_of(fact)) is not None and spec.then is not None
+def _changeable(fact: Fact, seed: Seed | None = None) -> bool:
+    """Whether ``fact`` can change during the window into a state that fits ``seed``."""
+    spec = spec_of(fact)
+    if spec is None or spec.then is None:
+        return False
+    return seed is None or demographic_issue(spec.then, seed) is None
 
 
 def ensure_changeable(seed: Seed, facts: list[Fact], rng: random.Random, want: int = 1) -> list[Fact]:
@@ -292,29 +418,33 @@ def ensure_changeable(seed: Seed, facts: list[Fact], rng: random.Random, want: i
     asks about a category), swapping some in while too few can: a changeable fact of a new category
     replaces an unchangeable fact of that category (or, when it has none, of the fullest category), if
     the audit still finds nothing."""
-    changing = {f.category for f in facts if _changeable(f)}
+    changing = {f.category for f in facts if _changeable(f, seed)}
     if len(changing) >= want:
         return facts
     facts = list(facts)
     used = {spec.key for f in facts if (spec := spec_of(f)) is not None}
-    options = [s for s in fact_bank().facts if s.then is not None and s.key not in used]
+    options = [
+        s
+        for s in fact_bank().facts
+        if s.then is not None and s.key not in used and demographic_issue(s.then, seed) is None
+    ]
     rng.shuffle(options)
     for spec in options:
         if len(changing) >= want:
             break
         if spec.category in changing:
             continue
-        slots = [i for i, f in enumerate(facts) if f.category == spec.category and not _changeable(f)]
+        slots = [i for i, f in enumerate(facts) if f.category == spec.category and not _changeable(f, seed)]
         rng.shuffle(slots)
         if not slots:  # none of its category to swap (the constraints left few): the fullest category gives one
             filled: dict[str, int] = {}
             for f in facts:
                 filled[f.category] = filled.get(f.category, 0) + 1
-            slots = [i for i, f in enumerate(facts) if not _changeable(f) and filled[f.category] >= 3]
+            slots = [i for i, f in enumerate(facts) if not _changeable(f, seed) and filled[f.category] >= 3]
             rng.shuffle(slots)
             slots.sort(key=lambda i: -filled[facts[i].category])
         for i in slots:
-            trial = [*facts[:i], fact_from_spec(spec, facts[i].id), *facts[i + 1 :]]
+            trial = [*facts[:i], fact_from_spec(spec, facts[i].id, choose_slots(spec, rng, seed)), *facts[i + 1 :]]
             if _fits(seed, trial, i):
                 facts = trial
                 changing.add(spec.category)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import random
 import re
 import string
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 from typing import Any, Literal
@@ -36,6 +37,7 @@ from hippocamp.synth.world import rng_for
 __all__ = [
     "CONFIDENT",
     "LogContext",
+    "details",
     "fill",
     "fragment_window",
     "lexical_verify",
@@ -174,8 +176,20 @@ def _contact_for(ctx: LogContext, facts: list[Fact], rng: random.Random) -> str:
     return rng.choice(pool) if pool else "c0"
 
 
-def _variant(options: tuple, used: set[int], rng: random.Random) -> int:  # type: ignore[type-arg]
+def details(fact: Fact) -> list[str]:
+    """The parameter values a template fact's label states ("Miso" of "has a cat named Miso"): its answer
+    key needs them, so the logs must state them."""
+    values = [v for value in fact.slots.values() for v in ([value] if isinstance(value, str) else value)]
+    return [v for v in values if v and v in fact.label]
+
+
+def _variant(options: tuple, used: set[int], rng: random.Random, missing: Sequence[str] = ()) -> int:  # type: ignore[type-arg]
+    """A wording not used yet, among them one stating as many of the ``missing`` details as any does."""
     fresh = [i for i in range(len(options)) if i not in used] or list(range(len(options)))
+    if missing:
+        text = [" ".join(o) if isinstance(o, tuple) else o for o in options]
+        stated = {i: sum(v in text[i] for v in missing) for i in fresh}
+        fresh = [i for i in fresh if stated[i] == max(stated.values())]
     i = rng.choice(fresh)
     used.add(i)
     return i
@@ -186,6 +200,7 @@ def template_fragments(ctx: LogContext, cluster_id: str, fact_ids: list[str], at
     rng = ctx.rng("fragments", cluster_id, attempt)
     facts = [ctx.by_id[f] for f in fact_ids]
     used: dict[tuple[str, str], set[int]] = {}
+    unsaid = {f.id: details(f) for f in facts}  # the details of each key no fragment has stated yet
     out = []
     for j, group in enumerate(_plan_slots(facts, rng, ctx.start, ctx.end)):
         group_facts = [f for f, _ in group]
@@ -202,8 +217,9 @@ def template_fragments(ctx: LogContext, cluster_id: str, fact_ids: list[str], at
             for fact in group_facts:
                 spec = spec_of(fact)
                 msgs = spec.msgs if spec else tuple(f"dealing with the {c} thing again" for c in fact.cues[:3])
-                i = _variant(msgs, used.setdefault((fact.id, "m"), set()), rng)
+                i = _variant(msgs, used.setdefault((fact.id, "m"), set()), rng, unsaid[fact.id])
                 said = fill(msgs[i], rng, **dated_slots(at, rng))  # {day} ahead, {month} to come
+                unsaid[fact.id] = [v for v in unsaid[fact.id] if v not in said]
                 lines.append(FragmentLine(sender="me", text=rng.choice(phrase_bank().openers) + said))
             if rng.random() < 0.6:
                 lines.append(FragmentLine(sender=contact, text=rng.choice(phrase_bank().neutral_replies)))
@@ -223,9 +239,10 @@ def template_fragments(ctx: LogContext, cluster_id: str, fact_ids: list[str], at
             for fact in group_facts:
                 spec = spec_of(fact)
                 cals = spec.cals if spec else tuple((c.capitalize(), "") for c in fact.cues[:2])
-                i = _variant(cals, used.setdefault((fact.id, "c"), set()), rng)
+                i = _variant(cals, used.setdefault((fact.id, "c"), set()), rng, unsaid[fact.id])
                 own = clock_text(at)  # a {time} slot is the event's own start
                 parts.append((fill(cals[i][0], rng, time=own), fill(cals[i][1], rng, time=own)))
+                unsaid[fact.id] = [v for v in unsaid[fact.id] if v not in " ".join(parts[-1])]
             title, notes = parts[0]
             at = agree(at, title, notes, window)  # a start the text states is the start
             for t, n in parts[1:]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,7 @@ from hippocamp.schema.pcontext import (
     Cluster,
     Fact,
     FactsFile,
+    Fragment,
     Message,
     Persona,
     Seed,
@@ -54,7 +55,6 @@ from hippocamp.synth.personas.facts import (
     model_audit,
     model_changes,
     model_facts,
-    sample_facts,
 )
 from hippocamp.synth.personas.filler import (
     ITEMS_PER_BATCH,
@@ -74,9 +74,20 @@ from hippocamp.synth.personas.fragments import (
     model_verify,
     template_fragments,
 )
-from hippocamp.synth.personas.interview import model_interview, template_interview
+from hippocamp.synth.personas.interview import model_interview, restate, template_interview
 from hippocamp.synth.personas.logs import assemble, render_ics
 from hippocamp.synth.personas.model import Capped, StageLedger
+from hippocamp.synth.personas.recover import (
+    LogIndex,
+    checked,
+    fact_ranks,
+    feedback,
+    log_items,
+    recoverability_check,
+    redraft,
+    support_of,
+    verdict,
+)
 from hippocamp.synth.personas.seeds import SeedError, parse_filter, read_seed_file, sample_seeds
 from hippocamp.synth.personas.summary import provenance, summarize
 from hippocamp.synth.personas.verify import verify_persona
@@ -122,11 +133,12 @@ async def _stage_persona(run: _Run, seed: Seed, d: Path) -> tuple[Persona, list[
             facts = model_changes(facts, successors, seed.id, cfg.start, cfg.days, rng, cfg.changes)
             generator = run.generator
     if facts is None or turns is None or audit_report is None:
-        facts = sample_facts(seed.id, rng, cfg.facts - cfg.changes, seed=seed)
+        # the interview first: each question answered, the facts distilled from the answers
+        turns, facts = template_interview(seed, rng, cfg.facts - cfg.changes)
         facts, audit_report = audit_and_repair(seed, facts, rng)
         facts = ensure_changeable(seed, facts, rng, cfg.changes)
-        facts = apply_changes(facts, seed.id, cfg.start, cfg.days, rng, cfg.changes)
-        turns, facts = template_interview(seed, facts, rng)
+        facts = apply_changes(facts, seed.id, cfg.start, cfg.days, rng, cfg.changes, seed)
+        turns, facts = restate(turns, facts, seed, rng)  # the answers follow the audit and the changes
     summary = (
         f"{seed.name}, {seed.age}, {seed.occupation} ({seed.occupation_group}) in "
         f"{seed.city + ', ' if seed.city else ''}{seed.state}; {seed.household}; {seed.education}; {seed.income_band}."
@@ -161,12 +173,26 @@ async def _stage_circle(run: _Run, persona: Persona, facts: list[Fact], d: Path)
     return circle
 
 
-async def _one_cluster(run: _Run, ctx: LogContext, cid: str, theme: str, fact_ids: list[str]) -> Cluster:
+async def _one_cluster(
+    run: _Run,
+    ctx: LogContext,
+    cid: str,
+    theme: str,
+    fact_ids: list[str],
+    first: int = 1,
+    feedback: list[str] | None = None,
+    draft: Callable[[int], list[Fragment]] | None = None,
+) -> Cluster:
+    """Write and verify (lexically, and by the model verifier when there is one) a cluster's fragments
+    from attempt ``first`` on, until an attempt passes or `MAX_ATTEMPTS` were made. The cluster holds
+    this call's attempts only; the retrieval check comes after assembly (`_stage_logs`). ``feedback``
+    tells a model what went wrong before; ``draft`` writes the templates' fragments of an attempt
+    (default `template_fragments`)."""
     facts = [ctx.by_id[f] for f in fact_ids]
     attempts: list[VerifierAttempt] = []
-    fragments: list = []
-    feedback: list[str] = []
-    for attempt in range(1, MAX_ATTEMPTS + 1):
+    fragments: list[Fragment] = []
+    feedback = list(feedback or [])
+    for attempt in range(first, MAX_ATTEMPTS + 1):
         frags = None
         if run.model is not None:
             frags, _ = await run.ledger.ask(
@@ -176,7 +202,7 @@ async def _one_cluster(run: _Run, ctx: LogContext, cid: str, theme: str, fact_id
                 model_fragments(run.model, ctx, cid, fact_ids, attempt, feedback),
             )
         if frags is None:
-            frags = template_fragments(ctx, cid, fact_ids, attempt)
+            frags = draft(attempt) if draft is not None else template_fragments(ctx, cid, fact_ids, attempt)
         fragments = frags
         result = lexical_verify(frags, facts, ctx.facts, attempt)
         if run.verifier is not None:
@@ -213,44 +239,163 @@ async def _one_cluster(run: _Run, ctx: LogContext, cid: str, theme: str, fact_id
     )
 
 
+def _first_attempt(cluster: Cluster) -> int:
+    """The attempt a line of ``clusters.jsonl`` starts at (its key, with the cluster id)."""
+    return cluster.attempts[0].attempt if cluster.attempts else 1
+
+
+def _awaits_check(cluster: Cluster) -> bool:
+    """Written and verified, not yet searched for (`recover`)."""
+    return cluster.outcome == "verified" and bool(cluster.attempts) and not checked(cluster.attempts[-1])
+
+
+def _to_rewrite(cluster: Cluster) -> bool:
+    """Missed by the search at an attempt that is not the last allowed: written again."""
+    last = cluster.attempts[-1] if cluster.attempts else None
+    return cluster.outcome == "failed" and last is not None and checked(last) and last.attempt < MAX_ATTEMPTS
+
+
+def _settled(cluster: Cluster) -> bool:
+    """Nothing left to do: passed the retrieval check, or failed at the last attempt allowed."""
+    return not _awaits_check(cluster) and not _to_rewrite(cluster)
+
+
 async def _stage_logs(
     run: _Run, ctx: LogContext, d: Path, fresh: bool
 ) -> tuple[list[Cluster], list[Message], list[CalendarEvent]]:
+    """Stage 4: clusters written and verified, the logs assembled, each cluster's facts searched for
+    in them (`recover`), and the clusters the search missed written again, in rounds, until every
+    cluster passed or failed its `MAX_ATTEMPTS`-th attempt; then the final logs.
+
+    **Attempts.** One budget of `MAX_ATTEMPTS` per cluster covers both verifiers: attempt n is one
+    writing of the fragments, verified lexically (and by the model verifier) at once and, once the
+    logs are assembled, by retrieval; a writing that fails either is written again as attempt n + 1.
+    Each attempt is one `VerifierAttempt` in the cluster's ``attempts`` (the retrieval verdict folded
+    in: verifier ``lexical+retrieval@k``, with the facts' ranks), so the attempt counts are the times
+    the fragments were written. A cluster that fails its last attempt is ``failed``: its fragments are
+    left out of the logs and of the cases (rejected).
+
+    **Rounds.** Round 1 writes every cluster's first attempt; each round then assembles the logs from
+    the clusters not rejected, searches for the facts of the clusters not yet searched for, and writes
+    again those missed (the templates: `recover.redraft`, the wording the search finds best; a model:
+    told which questions missed). A verdict is final when made: a later round's rewrites and filler
+    move other items, which the ``recoverability`` check of ``verification.json`` measures on the
+    final logs. At most `MAX_ATTEMPTS` rounds.
+
+    **Resume.** Every writing is appended to ``clusters.jsonl`` (one fsynced line, keyed by cluster and
+    first attempt) before anything depends on it; the searches are not written (they take
+    milliseconds): a resumed run replays the rounds from the written lines, so it makes the same
+    verdicts and the same files. At the end the file is replaced (atomically) by the final clusters,
+    one line each in plan order, each with its whole history.
+    """
     path = d / "clusters.jsonl"
     if fresh and path.exists():
         path.unlink()
     plan = make_clusters(ctx)
-    done = read_lines(path, Cluster.model_validate, key=lambda c: c.id, what="a cluster")
-    have = {c.id: c for c in done.items}
-    if any(c.id not in {p[0] for p in plan} or c.fact_ids != p[2] for c in done.items for p in plan if p[0] == c.id):
-        have = {}
+    wanted = {p[0]: p[2] for p in plan}
+    done = read_lines(path, Cluster.model_validate, key=lambda c: (c.id, _first_attempt(c)), what="a cluster")
+    lines = {(c.id, _first_attempt(c)): c for c in done.items}
+    if any(c.id not in wanted or c.fact_ids != wanted[c.id] for c in done.items):
+        lines = {}
         done.damaged_tail = True
         done.items.clear()
-    log = DurableLog(path, redact=False)  # generated text, kept exactly (resumes byte-identical)
-    log.open(keep=[(c.model_dump_json() + "\n").encode() for c in done.items], rewrite=done.damaged_tail)
-    try:
-        sem = asyncio.Semaphore(run.cfg.concurrency if run.model is not None else 1)
+    state: dict[str, Cluster] = {}
+    written_fresh = [fresh]
 
-        async def one(cid: str, theme: str, fact_ids: list[str]) -> None:
-            async with sem:
-                cluster = await _one_cluster(run, ctx, cid, theme, fact_ids)
-            log.append((cluster.model_dump_json() + "\n").encode())
-            have[cid] = cluster
+    async def logs(clusters: list[Cluster]) -> tuple[list[Message], list[CalendarEvent]]:
+        decoys: list[WrittenSession | CalendarEvent] = []
+        filler: list[WrittenSession | CalendarEvent] = []
+        if run.model is not None:
+            for batch in await _stage_written(run, ctx, clusters, d, written_fresh[0]):
+                (decoys if batch.kind == "decoy" else filler).extend(place(ctx, batch))
+            written_fresh[0] = False
+        return assemble(ctx, clusters, decoys, filler)
 
-        await asyncio.gather(*(one(*p) for p in plan if p[0] not in have))
-    finally:
-        log.close()
-    clusters = [have[p[0]] for p in plan]
-    decoys: list[WrittenSession | CalendarEvent] = []
-    filler: list[WrittenSession | CalendarEvent] = []
-    if run.model is not None:
-        for batch in await _stage_written(run, ctx, clusters, d, fresh):
-            (decoys if batch.kind == "decoy" else filler).extend(place(ctx, batch))
-    messages, events = assemble(ctx, clusters, decoys, filler)
+    if all((cid, 1) in lines and _settled(lines[(cid, 1)]) for cid in wanted):
+        state = {cid: lines[(cid, 1)] for cid in wanted}  # the final clusters of a finished stage
+    else:
+        # a final line (searched already) holds only its last writing: replayed, the rounds write it again
+        kept = {key: c for key, c in lines.items() if not any(checked(a) for a in c.attempts)}
+        if len(kept) != len(lines):  # the file is rewritten without them
+            lines, done.damaged_tail = kept, True
+            done.items[:] = list(kept.values())
+        log = DurableLog(path, redact=False)  # generated text, kept exactly (resumes byte-identical)
+        log.open(keep=[(c.model_dump_json() + "\n").encode() for c in done.items], rewrite=done.damaged_tail)
+        try:
+            await _rounds(run, ctx, plan, lines, state, log, logs)
+        finally:
+            log.close()
+        clusters = [state[p[0]] for p in plan]
+        write(path, jsonl(clusters))  # the final clusters replace the writings (atomically)
+    clusters = [state[p[0]] for p in plan]
+    messages, events = await logs(clusters)
     write(d / "messenger.jsonl", jsonl(messages))
     write(d / "calendar.jsonl", jsonl(events))
     write(d / "calendar.ics", render_ics(events, ctx.persona.id, f"{ctx.persona.seed.name} calendar"))
     return clusters, messages, events
+
+
+async def _rounds(
+    run: _Run,
+    ctx: LogContext,
+    plan: list[tuple[str, str, list[str]]],
+    lines: dict[tuple[str, int], Cluster],
+    state: dict[str, Cluster],
+    log: DurableLog,
+    logs: Callable[[list[Cluster]], Awaitable[tuple[list[Message], list[CalendarEvent]]]],
+) -> None:
+    """The rounds of `_stage_logs`: fills ``state`` (cluster id -> the cluster with its whole history),
+    taking each writing from ``lines`` when an earlier run made it, else writing it and appending it."""
+    sem = asyncio.Semaphore(run.cfg.concurrency if run.model is not None else 1)
+    theme = {p[0]: p[1] for p in plan}
+
+    async def write_one(cid: str, fact_ids: list[str], first: int, notes: list[str], draft: Any) -> None:
+        made = lines.get((cid, first))
+        if made is None:
+            async with sem:
+                made = await _one_cluster(run, ctx, cid, theme[cid], fact_ids, first, notes, draft)
+            log.append((made.model_dump_json() + "\n").encode())
+        before = state[cid].attempts if cid in state else []
+        state[cid] = made.model_copy(update={"attempts": [*before, *made.attempts]})
+
+    await asyncio.gather(*(write_one(cid, ids, 1, [], None) for cid, _, ids in plan))
+    for _ in range(MAX_ATTEMPTS):
+        waiting = [p[0] for p in plan if _awaits_check(state[p[0]])]
+        if not waiting:
+            break
+        messages, events = await logs([state[p[0]] for p in plan])
+        index = LogIndex(log_items(messages, events))
+        present = {i.fragment_id for i in index.items.values() if i.fragment_id}
+        try:
+            for cid in waiting:
+                cluster = state[cid]
+                facts = [ctx.by_id[f] for f in cluster.fact_ids]
+                support = {k: v & present for k, v in support_of(cluster.fragments).items()}
+                judged = verdict(
+                    cluster.attempts[-1],
+                    fact_ranks(index, ctx.persona, facts, support),
+                    k=run.cfg.recovery_k,
+                    enforce=run.cfg.recovery == "enforce",
+                )
+                state[cid] = cluster.model_copy(
+                    update={
+                        "attempts": [*cluster.attempts[:-1], judged],
+                        "outcome": "verified" if judged.passed else "failed",
+                    }
+                )
+            again = [p for p in plan if _to_rewrite(state[p[0]])]
+            jobs = []
+            for cid, _, ids in again:
+                cluster = state[cid]
+                notes = feedback(cluster.attempts[-1], [ctx.by_id[f] for f in ids], ctx.persona, k=run.cfg.recovery_k)
+
+                def draft(attempt: int, cluster: Cluster = cluster, index: LogIndex = index) -> list[Fragment]:
+                    return redraft(index, ctx, cluster, attempt, k=run.cfg.recovery_k)
+
+                jobs.append(write_one(cid, ids, cluster.attempts[-1].attempt + 1, notes, draft))
+            await asyncio.gather(*jobs)
+        finally:
+            index.close()
 
 
 async def _stage_written(
@@ -315,9 +460,12 @@ async def _stage_cases(
     notes = run.ledger.fallbacks.get(ctx.persona.id, [])
     calls = run.ledger.calls.get(ctx.persona.id, Counter())
     record = provenance(run.generator, calls, ctx, clusters, messages, events, accepted, dropped, d)
+    recovery, ranks = recoverability_check(ctx.persona, ctx.facts, clusters, messages, events, k=run.cfg.recovery_k)
     report = report.model_copy(
         update={
-            "checks": [*report.checks, record],
+            "passed": report.passed and recovery.passed,
+            "checks": [*report.checks, recovery, record],
+            "recovery_ranks": ranks,
             "rejected_cases": [*report.rejected_cases, *dropped],
             "fallbacks": [*(old.fallbacks if old else []), *notes],
         }
@@ -356,6 +504,7 @@ async def _persona(run: _Run, seed: Seed) -> None:
         or clusters is None
         or not (d / "calendar.ics").is_file()
         or [c.id for c in clusters] != plan_ids
+        or not all(_settled(c) for c in clusters)  # written before the retrieval check, or cut short
     ):
         clusters, messages, events = await _stage_logs(run, ctx, d, fresh)
         fresh = True

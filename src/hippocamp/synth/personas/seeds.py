@@ -27,7 +27,17 @@ from hippocamp.schema.io import RecordsFileError, json_objects
 from hippocamp.schema.pcontext import Seed
 from hippocamp.synth.world import rng_for
 
-__all__ = ["SeedError", "SeedFilter", "marginals", "parse_filter", "read_seed_file", "sample_seeds", "working"]
+__all__ = [
+    "NARRATIVE_COLUMNS",
+    "SeedError",
+    "SeedFilter",
+    "marginals",
+    "occupation_group_of",
+    "parse_filter",
+    "read_seed_file",
+    "sample_seeds",
+    "working",
+]
 
 
 class SeedError(ValueError):
@@ -178,6 +188,109 @@ def _occupation(rng: random.Random, age: int, flt: SeedFilter) -> tuple[str, str
     return name, group
 
 
+#: words of a free-text occupation -> its SOC major group (checked after the shipped occupation names)
+_GROUP_WORDS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (
+        (
+            "nurse",
+            "physician",
+            "doctor",
+            "surgeon",
+            "pharmacist",
+            "therapist",
+            "paramedic",
+            "emt",
+            "dentist",
+            "hygienist",
+            "radiolog",
+            "sonograph",
+            "technologist",
+            "clinician",
+            "midwife",
+            "optometrist",
+            "veterinarian",
+            "anesthes",
+            "icu",
+            "psychiatr",
+        ),
+        "Healthcare practitioners and technical",
+    ),
+    (("aide", "nursing assistant", "medical assistant", "caregiver", "phlebotom", "orderly"), "Healthcare support"),
+    (
+        ("teacher", "professor", "instructor", "tutor", "librarian", "lecturer", "educator"),
+        "Educational instruction and library",
+    ),
+    (
+        ("developer", "programmer", "software", "data scientist", "analyst", "engineer, software", "it "),
+        "Computer and mathematical",
+    ),
+    (("engineer", "architect", "drafter", "surveyor"), "Architecture and engineering"),
+    (("police", "officer", "firefighter", "guard", "deputy", "sheriff", "corrections"), "Protective service"),
+    (
+        ("food service", "cook", "chef", "server", "waiter", "waitress", "barista", "bartender", "dishwasher"),
+        "Food preparation and serving",
+    ),
+    (("manager", "director", "executive", "owner", "administrator", "supervisor"), "Management"),
+    (
+        ("accountant", "auditor", "financial", "insurance", "loan", "hr ", "human resources", "analyst"),
+        "Business and financial operations",
+    ),
+    (("lawyer", "attorney", "paralegal", "judge"), "Legal"),
+    (("social worker", "counselor", "clergy", "pastor"), "Community and social service"),
+    (
+        ("designer", "artist", "writer", "photographer", "musician", "actor", "journalist", "editor"),
+        "Arts, design, entertainment, sports, and media",
+    ),
+    (("scientist", "biologist", "chemist", "lab ", "technician"), "Life, physical, and social science"),
+    (("cashier", "sales", "retail", "realtor", "real estate"), "Sales and related"),
+    (
+        ("clerk", "secretary", "receptionist", "assistant", "dispatcher", "bookkeeper"),
+        "Office and administrative support",
+    ),
+    (("driver", "pilot", "trucker", "courier", "mover"), "Transportation and material moving"),
+    (
+        ("electrician", "plumber", "carpenter", "construction", "roofer", "welder", "mason"),
+        "Construction and extraction",
+    ),
+    (("mechanic", "repair", "installer", "technician"), "Installation, maintenance, and repair"),
+    (
+        ("janitor", "landscaper", "housekeeper", "groundskeeper", "custodian"),
+        "Building and grounds cleaning and maintenance",
+    ),
+    (("hairstylist", "barber", "childcare", "nanny", "trainer"), "Personal care and service"),
+    (("farmer", "rancher", "fisher"), "Farming, fishing, and forestry"),
+    (("machinist", "assembler", "operator", "production"), "Production"),
+)
+#: a free-text occupation that is a work status, not a job
+_STATUS_WORDS = {
+    "retired": "not in labor force",
+    "student": "not in labor force",
+    "homemaker": "not in labor force",
+    "stay-at-home": "not in labor force",
+    "not working": "not in labor force",
+    "not in labor force": "not in labor force",
+    "unemployed": "unemployed",
+    "between jobs": "unemployed",
+}
+
+
+def occupation_group_of(occupation: str) -> str:
+    """The occupation group of a free-text occupation from a seed file ("ICU nurse" -> Healthcare
+    practitioners and technical): a shipped occupation name, then words of each group; a status
+    ("retired", "student") is not working. An occupation no rule knows is still a job: "Other"."""
+    text = f" {occupation.strip().lower().replace('_', ' ')} "
+    for word, group in _STATUS_WORDS.items():
+        if word in text:
+            return group
+    for group, (_, names) in marginals()["occupation_group"].items():
+        if any(name.lower() in text for name in names):
+            return str(group)
+    for words, group in _GROUP_WORDS:
+        if any(w in text for w in words):
+            return group
+    return "Other"
+
+
 def _state(rng: random.Random, flt: SeedFilter) -> tuple[str, str, str]:
     options: list[tuple[str, str, list[str], float]] = []
     for region, states in marginals()["state"].items():
@@ -221,7 +334,8 @@ def _complete(rng: random.Random, flt: SeedFilter, known: dict[str, Any], sid: s
         "education",
     )
     if known.get("occupation"):
-        occupation, group = known["occupation"], known.get("occupation_group") or ""
+        occupation = known["occupation"]
+        group = known.get("occupation_group") or occupation_group_of(occupation)
     else:
         occupation, group = _occupation(rng, age, flt)
     income = _pick(
@@ -246,6 +360,7 @@ def _complete(rng: random.Random, flt: SeedFilter, known: dict[str, Any], sid: s
         income_band=income,
         hobbies=list(hobbies)[:4],
         goals=list(goals)[:3],
+        narrative=known.get("narrative", ""),
         source=source,
     )
 
@@ -325,7 +440,24 @@ def _row_to_known(row: dict[str, Any], where: str) -> dict[str, Any]:
     goals = row.get("career_goals_and_ambitions") or row.get("goals")
     if goals:
         known["goals"] = _as_list(goals) if isinstance(goals, list) else [str(goals).strip()]
+    narrative = [str(row[c]).strip() for c in NARRATIVE_COLUMNS if row.get(c) and str(row[c]).strip()]
+    if narrative:
+        known["narrative"] = " ".join(narrative)[:4000]
     return known
+
+
+#: the free-text columns of a Nemotron-Personas-USA row that `Seed.narrative` keeps
+NARRATIVE_COLUMNS = (
+    "persona",
+    "professional_persona",
+    "sports_persona",
+    "arts_persona",
+    "travel_persona",
+    "culinary_persona",
+    "cultural_background",
+    "skills_and_expertise",
+    "narrative",
+)
 
 
 def _rows(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:

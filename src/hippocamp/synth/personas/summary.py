@@ -27,6 +27,7 @@ from hippocamp.synth.personas.cases import MODEL_CASE
 from hippocamp.synth.personas.config import SetConfig
 from hippocamp.synth.personas.filler import WrittenBatch
 from hippocamp.synth.personas.fragments import LogContext, template_fragments
+from hippocamp.synth.personas.recover import draft_keys
 from hippocamp.synth.personas.verify import item_tokens, kind_tokens
 
 __all__ = ["provenance", "summarize"]
@@ -50,12 +51,7 @@ def provenance(
         "persona": "model" if ctx.persona.generator.startswith("model:") else "template",
         "circle": "model" if ctx.circle.generator.startswith("model:") else "template",
     }
-    by_model = sum(
-        1
-        for c in clusters
-        if [f.model_dump() for f in c.fragments]
-        != [f.model_dump() for f in template_fragments(ctx, c.id, c.fact_ids, len(c.attempts))]
-    )
+    by_model = sum(1 for c in clusters if not _from_templates(ctx, c))
     measured |= {"clusters_model": by_model, "clusters_template": len(clusters) - by_model}
     batches = []
     if (d / "model_filler.jsonl").is_file():
@@ -87,6 +83,17 @@ def provenance(
     return CheckResult(name="provenance", passed=True, measured=measured)
 
 
+def _from_templates(ctx: LogContext, cluster: Cluster) -> bool:
+    """Whether the templates wrote the cluster's fragments: they are one of the template wordings of its
+    last attempt (`recover.draft_keys`: a rewrite after a failed search compares several)."""
+    attempt = cluster.attempts[-1].attempt if cluster.attempts else 1
+    mine = [f.model_dump() for f in cluster.fragments]
+    keys = draft_keys(attempt) if attempt > 1 else [attempt]
+    return any(
+        mine == [f.model_dump() for f in template_fragments(ctx, cluster.id, cluster.fact_ids, key)] for key in keys
+    )
+
+
 def _stats(values: list[float]) -> dict[str, float]:
     if not values:
         return {"mean": 0.0, "min": 0.0, "max": 0.0}
@@ -102,6 +109,7 @@ def summarize(cfg: SetConfig, seeds: list[Seed]) -> SetSummary:
     tok: Counter[str] = Counter()
     by_type: Counter[str] = Counter()
     attempts: Counter[str] = Counter()
+    passed_at: Counter[str] = Counter()
     ratios, shares, failed = [], [], []
     generators = set()
     for seed in seeds:
@@ -132,6 +140,9 @@ def summarize(cfg: SetConfig, seeds: list[Seed]) -> SetSummary:
             )
             if c.outcome == "verified":
                 by_app.update(f.app for f in c.fragments)
+                passed_at[str(c.attempts[-1].attempt if c.attempts else 1)] += len(c.fragments)
+            else:
+                counts["fragments_failed"] += len(c.fragments)
         counts["messages"] += len(messages)
         counts["events"] += len(events)
         by_kind.update(i.kind for i in [*messages, *events])
@@ -142,6 +153,10 @@ def summarize(cfg: SetConfig, seeds: list[Seed]) -> SetSummary:
         if t["filler"] + t["decoy"]:
             shares.append(t["decoy"] / (t["filler"] + t["decoy"]))
         by_type.update(c.type for c in cases)
+        for check in report.checks:
+            if check.name == "recoverability":
+                counts["recovery_facts"] += int(check.measured.get("facts") or 0)
+                counts["recovery_found"] += int(check.measured.get("recovered_at_k") or 0)
         counts["rejected"] += len(report.rejected_cases)
         counts["passed"] += int(report.passed)
         if not report.passed:
@@ -151,7 +166,7 @@ def summarize(cfg: SetConfig, seeds: list[Seed]) -> SetSummary:
     return SetSummary(
         personas=len(seeds),
         generator=", ".join(sorted(generators)) or cfg.model,
-        verifier="lexical" + (f"+model:{cfg.verifier}" if cfg.verifier else ""),
+        verifier="lexical" + (f"+model:{cfg.verifier}" if cfg.verifier else "") + f"+retrieval@{cfg.recovery_k}",
         seed=cfg.seed,
         days=cfg.days,
         requested_filler_ratio=cfg.filler_ratio,
@@ -180,4 +195,13 @@ def summarize(cfg: SetConfig, seeds: list[Seed]) -> SetSummary:
         else 0.0,
         personas_passed=counts["passed"],
         failed_personas=sorted(set(failed)),
+        recovery_k=cfg.recovery_k,
+        fragments_by_attempt={n: passed_at.get(n, 0) for n in ("1", "2", "3")},
+        fragment_attempt_shares={
+            n: round(passed_at.get(n, 0) / fragments, 4) if fragments else 0.0 for n in ("1", "2", "3")
+        },
+        fragments_rejected=counts["fragments_failed"],
+        recovery_recall=round(counts["recovery_found"] / counts["recovery_facts"], 4)
+        if counts["recovery_facts"]
+        else 0.0,
     )

@@ -30,6 +30,7 @@ from hippocamp.schema.pcontext import (
     Persona,
     VerificationReport,
 )
+from hippocamp.synth.realism import plausibility
 
 __all__ = [
     "FIRST_PERSON",
@@ -345,6 +346,66 @@ def _first_person(text: str) -> bool:
     return bool(set(normalize(text).split()) & FIRST_PERSON)
 
 
+# -- answerable from the logs: the specific details of a key are stated in its evidence ----------------
+
+#: number words a label may spell out, with their values (a fragment may write "3" for "three")
+_NUMBER_WORDS = {
+    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
+    "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17,
+    "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60,
+    "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100, "dozen": 12,
+}  # fmt: skip
+#: a written number: digits with thousands separators or decimals, and an optional "k" (thousands)
+_NUMBER = re.compile(r"(?<![\w.])(\d+(?:,\d{3})*(?:\.\d+)?)(k\b)?", re.IGNORECASE)
+#: a capitalised word (a name, place, day, brand or acronym); "U.S." and "CrossFit" included
+_CAPITALISED = re.compile(r"\b[A-Z][\w'.&-]*")
+
+
+def _numbers(text: str) -> set[float]:
+    """The values of the numbers a text writes in digits ("10,000", "10k", "5am") or words ("three")."""
+    out = set()
+    for digits, thousands in _NUMBER.findall(text):
+        out.add(float(digits.replace(",", "")) * (1000 if thousands else 1))
+    out.update(float(_NUMBER_WORDS[w]) for w in normalize(text).split() if w in _NUMBER_WORDS)
+    return out
+
+
+def stated_text(fragment: Fragment) -> str:
+    """What a reader of the logs learns from one evidence fragment: its words and, for a calendar event,
+    its weekday, month and hour (an event on a Sunday at 5 states "Sunday" and "5" though its text may not)."""
+    text = fragment.text()
+    if fragment.app == "calendar":
+        at = fragment.at
+        text += f"\n{at:%A} {at:%B} {at.hour} {(at.hour - 1) % 12 + 1}"
+    return text
+
+
+def key_details(label: str) -> list[str]:
+    """The specific details a key label asks for: its numbers (digits or number words) and its capitalised
+    words after the first (names, places, days, brands), as written in the label."""
+    words = label.split()
+    details = [w.strip(",;:()") for w in words[1:] if _CAPITALISED.match(w) and w != "I"]
+    details += [m.group(0) for m in _NUMBER.finditer(label)]
+    details += [w for w in normalize(label).split() if w in _NUMBER_WORDS]
+    return list(dict.fromkeys(d for d in details if d))
+
+
+def unstated_details(label: str, text: str) -> list[str]:
+    """The details of ``label`` (`key_details`) that ``text`` never states: a number counts as stated in
+    digits or words ("three" = "3"), a word case-insensitively as whole words, a plural by its singular
+    ("Saturdays" by "Saturday"). Empty when the label is answerable from the text."""
+    have = _numbers(text)
+    missing = []
+    for detail in key_details(label):
+        values = _numbers(detail)
+        if values:
+            if not values <= have:
+                missing.append(detail)
+        elif not (has_term(text, detail) or (detail.endswith("s") and has_term(text, detail[:-1]))):
+            missing.append(detail)
+    return missing
+
+
 def check_cases(
     cases: Sequence[Case],
     facts: Sequence[Fact],
@@ -354,18 +415,20 @@ def check_cases(
 ) -> tuple[list[Case], list[str], CheckResult]:
     """Accepted cases, rejections ("case id: reason") and the check. A case is rejected when it is
     ungrounded (unknown or withdrawn facts, labels not the facts', fragments absent or unrelated, a
-    fact without a cited fragment), a duplicate (same type, facts and answer, or same question), or invalid
-    for its type."""
+    fact without a cited fragment), unanswerable (a label's number, count or name stated in none of the
+    cited fragments of its fact: `unstated_details`), a duplicate (same type, facts and answer, or same
+    question), or invalid for its type."""
     support = support_map(clusters, items)
     by_id = {f.id: f for f in facts}
     app_of = {fr.id: fr.app for c in clusters for fr in c.fragments}
+    stated = {fr.id: stated_text(fr) for c in clusters for fr in c.fragments}
     first = persona_name.split()[0].lower()
     accepted: list[Case] = []
     rejected: list[str] = []
     seen_keys: set[tuple[str, tuple[str, ...], str]] = set()
     seen_questions: set[str] = set()
     for case in cases:
-        reason = _case_problem(case, by_id, support, app_of, first)
+        reason = _case_problem(case, by_id, support, app_of, first, stated)
         key = (case.type, tuple(sorted(case.fact_ids)), normalize(case.answer))
         q = normalize(case.question)
         if reason is None and (key in seen_keys or q in seen_questions):
@@ -388,8 +451,15 @@ def check_cases(
 
 
 def _case_problem(
-    case: Case, by_id: dict[str, Fact], support: dict[str, set[str]], app_of: dict[str, str], first: str
+    case: Case,
+    by_id: dict[str, Fact],
+    support: dict[str, set[str]],
+    app_of: dict[str, str],
+    first: str,
+    stated: dict[str, str],
 ) -> str | None:
+    """Why ``case`` is rejected ("ungrounded: ...", "unanswerable: ...", "type-invalid: ..."), or None.
+    ``stated``: fragment id -> what the fragment states (`stated_text`)."""
     if not case.fact_ids:
         return "ungrounded: no facts"
     unknown = [f for f in case.fact_ids if f not in by_id]
@@ -411,6 +481,11 @@ def _case_problem(
     for f in case.fact_ids:
         if not support[f] & set(case.supporting_fragments):
             return f"ungrounded: fact {f} has no cited fragment"
+    for f in case.fact_ids:  # the key asks only what the fact's cited fragments state
+        text = "\n".join(stated.get(x, "") for x in case.supporting_fragments if x in support[f])
+        missing = unstated_details(by_id[f].label, text)
+        if missing:
+            return f"unanswerable: {', '.join(map(repr, missing))} of fact {f} is stated in none of its cited fragments"
     apps = {app_of.get(x) for x in case.supporting_fragments}
     if case.type != "T5":
         if _first_person(case.question):
@@ -423,6 +498,8 @@ def _case_problem(
         if len(apps) != 1:
             return "type-invalid: T1 cites one app only"
     elif case.type == "T2":
+        if not 2 <= len(case.fact_ids) <= 3:
+            return "type-invalid: T2 joins two or three facts"
         if apps != {"messenger", "calendar"}:
             return "type-invalid: T2 cites both messenger and calendar"
     elif case.type == "T3":
@@ -443,6 +520,8 @@ def _case_problem(
             return "type-invalid: T4 infers from two or more facts"
         if not case.conclusion or not case.mechanism:
             return "type-invalid: T4 needs a conclusion and a mechanism"
+        if case.rule is not None and not case.rule.strip():
+            return "type-invalid: T4 states an empty inference rule"
         if case.mechanism_kind not in MECHANISMS:
             return f"type-invalid: T4 mechanism kind {case.mechanism_kind!r}"
         if any(normalize(case.conclusion) == normalize(by_id[f].label) for f in case.fact_ids):
@@ -455,6 +534,39 @@ def _case_problem(
         if not _first_person(case.question):
             return "type-invalid: T5 is a first-person request"
     return None
+
+
+def _interview_check(persona: Persona, facts: list[Fact]) -> CheckResult:
+    """The template facts are the interview's answers: each stated in the answer it cites, to a question
+    that asks about it (`interview.check_interview`; a model's facts are checked by its audit)."""
+    from hippocamp.synth.personas.interview import check_interview  # interview -> facts -> verify
+
+    template = [f for f in facts if any(t.startswith("bank:") for t in f.tags)]
+    problems = check_interview(persona.interview, template)
+    return CheckResult(
+        name="interview",
+        passed=not problems,
+        measured={"facts_checked": len(template), "answers_with_facts": len({s for f in template for s in f.sources})},
+        problems=problems[:50],
+    )
+
+
+def _plausibility_check(persona: Persona, facts: list[Fact]) -> CheckResult:
+    """Constraint violations, age and life-stage contradictions and duplicate facts, found by the
+    independent realism audit's rules (`realism.plausibility`); suspicious findings are counted, only
+    violations fail."""
+    found = plausibility(persona.id, persona.seed.model_dump(mode="json"), [f.model_dump(mode="json") for f in facts])
+    violations = [f for f in found if f.severity == "violation"]
+    return CheckResult(
+        name="plausibility",
+        passed=not violations,
+        measured={
+            "violations": len(violations),
+            "suspicious": sum(f.severity == "suspicious" for f in found),
+            "duplicates": sum(f.check == "duplicate_fact" for f in found),
+        },
+        problems=[f"{f.record}: {f.message}" for f in violations][:50],
+    )
 
 
 def verify_persona(
@@ -488,6 +600,8 @@ def verify_persona(
             problems=[f"{f.perspective}: {f.issue}" for f in persona.audit.findings] if persona.audit.remaining else [],
         ),
         check_inventory(facts, {t.id for t in persona.interview}),
+        _interview_check(persona, facts),
+        _plausibility_check(persona, facts),
         CheckResult(
             name="circle",
             passed=len(circle.contacts) > 0,
