@@ -90,7 +90,10 @@ def test_template_set_end_to_end(tset: tuple[SetConfig, SetSummary]) -> None:
         assert {"decoy_support", "temporal_order", "cases", "audit", "cluster_verification"} <= names
         items = [*p["messages"], *p["events"]]
         support = V.support_map(p["clusters"], items)
-        assert all(len(support[f.id]) >= 2 for f in p["facts"])
+        # a cluster the retrieval check rejected is discarded (the paper discards such fragments): the facts
+        # of the others keep their support
+        kept = {fid for c in p["clusters"] if c.outcome == "verified" for fid in c.fact_ids}
+        assert len(kept) >= 0.8 * len(p["facts"]) and all(len(support[fid]) >= 2 for fid in kept)
         for c in p["clusters"]:
             assert 2 <= len(c.fact_ids) <= 3 and 4 <= len(c.fragments) <= 5
         for frag in (fr for c in p["clusters"] for fr in c.fragments):
@@ -112,7 +115,7 @@ def test_template_set_end_to_end(tset: tuple[SetConfig, SetSummary]) -> None:
         assert "BEGIN:VEVENT" in (d / "calendar.ics").read_text()
         totals["facts"] += len(p["facts"])
         totals["cases"] += len(p["cases"])
-        totals["fragments"] += sum(len(c.fragments) for c in p["clusters"])
+        totals["fragments"] += sum(len(c.fragments) for c in p["clusters"] if c.outcome == "verified")
     assert summary.facts == totals["facts"]
     assert sum(summary.cases_by_type.values()) == totals["cases"]
     assert summary.fragments == totals["fragments"] == sum(summary.fragments_by_app.values())
@@ -252,9 +255,11 @@ def test_every_spec_asks_its_own_question() -> None:
             assert not set(V.normalize(q).split()) & V.FIRST_PERSON, (s.key, q)  # third person
             assert not V.find_leaks(q, [fact]), (s.key, q)
             assert not [c for c in s.cues if V.has_term(q, c)], (s.key, q)
-        # nor any other fact's terms: a question points at no fact by name
+        # nor any other fact's terms: a question points at no fact by name (a term that is a parameter,
+        # "{@rides}", is a different word for every persona: its choices are checked filled, elsewhere)
         q = s.ask.format(name="Dana", **_PRONOUNS[0])
-        assert not [t for x in specs for t in (x.label, *x.synonyms, *x.cues) if V.has_term(q, t)], (s.key, q)
+        terms = [t for x in specs for t in (x.label, *x.synonyms, *x.cues) if "{@" not in t]
+        assert not [t for t in terms if V.has_term(q, t)], (s.key, q)
         assert bool(s.change) == (s.then is not None), s.key
         if s.then is not None:
             topic = s.change.format(name="Dana", **_PRONOUNS[0])
@@ -341,9 +346,15 @@ def test_facts_below_changes_refused(tmp_path: Path) -> None:
 
     with pytest.raises(PipelineError, match="--facts"):
         run_set(SetConfig(out=tmp_path / "s", n=1, facts=5))
-    with pytest.raises(PipelineError, match="one per category"):  # fewer than 18 leaves case types unmade
-        run_set(SetConfig(out=tmp_path / "s", n=1, facts=12))
-    assert run_set(SetConfig(out=tmp_path / "t", n=1, facts=18, days=14)).personas_passed == 1  # the least allowed
+    with pytest.raises(PipelineError, match="one per category"):  # fewer than 18 + 7 leaves categories out
+        run_set(SetConfig(out=tmp_path / "s", n=1, facts=24))
+    # the least allowed makes a persona; so few facts may leave no T4 pattern or T5 request to use, which
+    # the cases check then reports by name
+    summary = run_set(SetConfig(out=tmp_path / "t", n=1, facts=25, days=14))
+    assert summary.personas == 1 and {"T1", "T2", "T3"} <= {t for t, n in summary.cases_by_type.items() if n}
+    report = _load(tmp_path / "t" / "p001" / "verification.json", VerificationReport)
+    failing = [c for c in report.checks if not c.passed]  # type: ignore[union-attr]
+    assert all(c.name == "cases" and "no accepted" in " ".join(c.problems) for c in failing), failing
 
 
 # ---------------------------------------------------------------------------- checks on crafted bad input
@@ -672,7 +683,8 @@ def test_model_mode_with_regeneration(tmp_path: Path) -> None:
 
     respond, calls = _script(lambda n: ["fragment 2 says it outright"] if n == 1 else [])
     model = get_model("mock", outputs=respond)
-    cfg = SetConfig(out=tmp_path / "m", n=1, seed=4, model="mock", verifier="mock")
+    # the model verifier's verdict is what is tested here: the retrieval check only measures
+    cfg = SetConfig(out=tmp_path / "m", n=1, seed=4, model="mock", verifier="mock", recovery="measure")
     summary = run_set(cfg, model=model, verifier=model)
     p = _persona(cfg.out / "p001")
     assert p["persona"].generator == "model:mock" and p["persona"].interview[0].answer == "Well, q001."
@@ -697,7 +709,8 @@ def test_model_verifier_never_passes(tmp_path: Path) -> None:
 
     respond, _ = _script(lambda n: ["the label is right there"])
     model = get_model("mock", outputs=respond)
-    cfg = SetConfig(out=tmp_path / "m", n=1, seed=4, model="mock", verifier="mock")
+    # the model verifier's verdict is what is tested here: the retrieval check only measures
+    cfg = SetConfig(out=tmp_path / "m", n=1, seed=4, model="mock", verifier="mock", recovery="measure")
     summary = run_set(cfg, model=model, verifier=model)
     p = _persona(cfg.out / "p001")
     assert all(c.outcome == "failed" and len(c.attempts) == 3 for c in p["clusters"])
@@ -710,7 +723,8 @@ def test_model_outage_falls_back(tmp_path: Path) -> None:
     from hippocamp.models import ModelError, get_model
 
     model = get_model("mock", outputs=lambda request: ModelError("server down", "mock"))
-    cfg = SetConfig(out=tmp_path / "m", n=1, seed=4, model="mock", verifier="mock")
+    # the model verifier's verdict is what is tested here: the retrieval check only measures
+    cfg = SetConfig(out=tmp_path / "m", n=1, seed=4, model="mock", verifier="mock", recovery="measure")
     summary = run_set(cfg, model=model, verifier=model)
     p = _persona(cfg.out / "p001")
     assert p["persona"].generator == "template"

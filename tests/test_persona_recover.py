@@ -28,7 +28,7 @@ from hippocamp.synth.personas.fragments import LogContext, template_fragments
 from hippocamp.synth.personas.pipeline import MAX_ATTEMPTS
 from hippocamp.synth.personas.seeds import sample_seeds
 
-SMALL = {"facts": 18, "days": 14, "contacts": 2, "recovery": "enforce"}
+SMALL = {"facts": 25, "days": 14, "contacts": 2, "recovery": "enforce"}
 FILES = ("clusters.jsonl", "messenger.jsonl", "calendar.jsonl", "cases.jsonl", "verification.json")
 
 

@@ -46,7 +46,7 @@ PRESETS: dict[str, dict[str, object]] = {
 @click.option("--verifier", default=None, callback=model_option, help="A model that also verifies clusters.")
 @click.option("--seeds-file", default=None, type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="CSV/JSONL seeds.")  # fmt: skip
-@click.option("--recovery", default="measure", show_default=True, type=click.Choice(["enforce", "measure"]),
+@click.option("--recovery", default="enforce", show_default=True, type=click.Choice(["enforce", "measure"]),
               help="Retrieval check: write again (up to 3 attempts) the clusters a fact's own question does not find, "
                    "or only measure the ranks.")  # fmt: skip
 @click.option("--recovery-k", default=10, show_default=True, type=click.IntRange(min=1),

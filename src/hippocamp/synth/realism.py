@@ -543,7 +543,10 @@ FACT_CLASSES: dict[str, str | tuple[str, ...]] = {
     "married_years": r"\bmarried (?:for )?(?:over |more than |nearly |almost )?(?P<n>\d+)\b",
     "engaged": r"\bengaged\b|\bplanning a wedding\b|\bfianc",
     "newlywed": r"\bgot married\b|\bnewlywed\b|\bjust married\b",
-    "single_dating": r"\bsingle\b(?! (?:parent|speed|family|file|malt|room|bed))|\bdating apps?\b|\bdating through\b",
+    "single_dating": (  # single as a relationship status, not "a single bag" or "a single-wide"
+        r"(?:^|\b(?:is|stays?|still|been|being|happily|newly|now|and) )single\b(?! (?:parent|mom|dad|mother|father))",
+        r"\bsingle (?:again|and dating|life)\b|\bdating apps?\b|\bdating through\b",
+    ),
     "divorced": r"\bdivorc",
     "widowed": r"\blost (?:a|her|his|their) (?:spouse|husband|wife|partner)\b|\bwidow",
     # schedule and body

@@ -39,7 +39,7 @@ class SetConfig:
     #: the retrieval check of stage 4 (`recover`): "enforce" writes again the clusters whose facts' own
     #: questions do not find them among the first ``recovery_k`` items of the logs (up to three attempts,
     #: then rejects them); "measure" only records the ranks
-    recovery: str = "measure"
+    recovery: str = "enforce"
     recovery_k: int = 10
     concurrency: int = 4
     #: how hard a model is tried (not part of the set's settings: a run may resume with others):
@@ -67,9 +67,12 @@ class SetConfig:
             raise PipelineError(f"--recovery must be enforce or measure, got {self.recovery!r}")
         if self.recovery_k < 1:
             raise PipelineError(f"--recovery-k must be at least 1, got {self.recovery_k}")
-        least = max(len(CATEGORIES), self.changes + 2)  # one per category, so every case type can be made
+        least = len(CATEGORIES) + self.changes  # one fact per category besides those that change
         if self.facts < least:
-            raise PipelineError(f"--facts must be at least {least} (one per category; changes + 2), got {self.facts}")
+            raise PipelineError(
+                f"--facts must be at least {least} (one per category besides the {self.changes} that change), "
+                f"got {self.facts}"
+            )
 
     def as_json(self) -> dict[str, Any]:
         d = asdict(self)

@@ -183,13 +183,31 @@ def details(fact: Fact) -> list[str]:
     return [v for v in values if v and v in fact.label]
 
 
-def _variant(options: tuple, used: set[int], rng: random.Random, missing: Sequence[str] = ()) -> int:  # type: ignore[type-arg]
-    """A wording not used yet, among them one stating as many of the ``missing`` details as any does."""
+def _stems(text: str) -> set[str]:
+    """Content words folded roughly as a search engine's stemmer would (a preference, not the check)."""
+    from hippocamp.store.search import query_words
+
+    return {w[:5] for w in query_words(text) if len(w) > 2}
+
+
+def _variant(
+    options: tuple,  # type: ignore[type-arg]
+    used: set[int],
+    rng: random.Random,
+    missing: Sequence[str] = (),
+    asked: set[str] | None = None,
+) -> int:
+    """A wording not used yet: among them one stating as many of the ``missing`` details as any does,
+    then (with ``asked``, the words of the fact's own question) one sharing as many of its words: a
+    person mentions a topic in the words one would ask about it, which is what makes evidence findable."""
     fresh = [i for i in range(len(options)) if i not in used] or list(range(len(options)))
+    text = [" ".join(o) if isinstance(o, tuple) else o for o in options]
     if missing:
-        text = [" ".join(o) if isinstance(o, tuple) else o for o in options]
         stated = {i: sum(v in text[i] for v in missing) for i in fresh}
         fresh = [i for i in fresh if stated[i] == max(stated.values())]
+    if asked:
+        shared = {i: len(_stems(text[i]) & asked) for i in fresh}
+        fresh = [i for i in fresh if shared[i] == max(shared.values())]
     i = rng.choice(fresh)
     used.add(i)
     return i
@@ -201,6 +219,7 @@ def template_fragments(ctx: LogContext, cluster_id: str, fact_ids: list[str], at
     facts = [ctx.by_id[f] for f in fact_ids]
     used: dict[tuple[str, str], set[int]] = {}
     unsaid = {f.id: details(f) for f in facts}  # the details of each key no fragment has stated yet
+    asked = {f.id: _stems(re.sub(r"\{[^}]*\}", " ", s.ask)) if (s := spec_of(f)) else set() for f in facts}
     out = []
     for j, group in enumerate(_plan_slots(facts, rng, ctx.start, ctx.end)):
         group_facts = [f for f, _ in group]
@@ -217,7 +236,7 @@ def template_fragments(ctx: LogContext, cluster_id: str, fact_ids: list[str], at
             for fact in group_facts:
                 spec = spec_of(fact)
                 msgs = spec.msgs if spec else tuple(f"dealing with the {c} thing again" for c in fact.cues[:3])
-                i = _variant(msgs, used.setdefault((fact.id, "m"), set()), rng, unsaid[fact.id])
+                i = _variant(msgs, used.setdefault((fact.id, "m"), set()), rng, unsaid[fact.id], asked[fact.id])
                 said = fill(msgs[i], rng, **dated_slots(at, rng))  # {day} ahead, {month} to come
                 unsaid[fact.id] = [v for v in unsaid[fact.id] if v not in said]
                 lines.append(FragmentLine(sender="me", text=rng.choice(phrase_bank().openers) + said))
@@ -239,7 +258,7 @@ def template_fragments(ctx: LogContext, cluster_id: str, fact_ids: list[str], at
             for fact in group_facts:
                 spec = spec_of(fact)
                 cals = spec.cals if spec else tuple((c.capitalize(), "") for c in fact.cues[:2])
-                i = _variant(cals, used.setdefault((fact.id, "c"), set()), rng, unsaid[fact.id])
+                i = _variant(cals, used.setdefault((fact.id, "c"), set()), rng, unsaid[fact.id], asked[fact.id])
                 own = clock_text(at)  # a {time} slot is the event's own start
                 parts.append((fill(cals[i][0], rng, time=own), fill(cals[i][1], rng, time=own)))
                 unsaid[fact.id] = [v for v in unsaid[fact.id] if v not in " ".join(parts[-1])]

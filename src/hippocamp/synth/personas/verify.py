@@ -536,6 +536,14 @@ def _case_problem(
     return None
 
 
+def _retrieval_rejected(cluster: Cluster) -> bool:
+    """Whether the cluster was rejected only because a fact's question did not find it: the retrieval
+    check runs on a writing the lexical (and model) verifiers passed, so a last attempt it judged is one
+    they had passed."""
+    last = cluster.attempts[-1] if cluster.attempts else None
+    return last is not None and "retrieval@" in last.verifier
+
+
 def _interview_check(persona: Persona, facts: list[Fact]) -> CheckResult:
     """The template facts are the interview's answers: each stated in the answer it cites, to a question
     that asks about it (`interview.check_interview`; a model's facts are checked by its audit)."""
@@ -587,6 +595,7 @@ def verify_persona(
     fragments = [f for c in verified for f in c.fragments]
     accepted, rejected, case_check = check_cases(cases, facts, clusters, items, persona.seed.name)
     first_try = sum(1 for c in verified if len(c.attempts) == 1)
+    failed = [c for c in clusters if c.outcome != "verified" and not _retrieval_rejected(c)]
     checks = [
         CheckResult(
             name="audit",
@@ -609,18 +618,20 @@ def verify_persona(
             problems=[] if circle.contacts else ["no contacts"],
         ),
         CheckResult(
+            # a cluster the retrieval check rejected is discarded, as the paper discards fragments its
+            # verifier rejects (counted by the recoverability check); a leak or an unrecovered fact fails
             name="cluster_verification",
-            passed=len(verified) == len(clusters),
+            passed=bool(verified) and not failed,
             measured={
                 "clusters": len(clusters),
                 "verified": len(verified),
                 "first_attempt": first_try,
-                "failed": len(clusters) - len(verified),
+                "failed": len(failed),
+                "rejected_by_retrieval": len(clusters) - len(verified) - len(failed),
             },
             problems=[
                 f"cluster {c.id} failed after {len(c.attempts)} attempts: {'; '.join(c.attempts[-1].leaks)[:300]}"
-                for c in clusters
-                if c.outcome != "verified"
+                for c in failed
             ],
         ),
         check_leakage(fragments, items, facts),
