@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 
 from hippocamp.synth.personas import interview
-from hippocamp.synth.personas.banks import BankError, fact_bank, interview_bank, load_interview_bank
+from hippocamp.synth.personas.banks import fact_bank, interview_bank, load_interview_bank
 from hippocamp.synth.personas.facts import bank
 from hippocamp.synth.personas.verify import has_term
+from test_pcontext_banks import _refused
 
 SLOTS = {
     "city": "Columbus",
@@ -57,29 +58,31 @@ def test_the_bank_loads_and_the_interview_asks_it() -> None:
 
 
 @pytest.mark.parametrize(
-    ("change", "field", "reason"),
+    ("change", "entry", "field", "reason"),
     [
-        (lambda d: d["questions"][0].update(category="hobbies"), "category", "unknown category"),
-        (lambda d: d["questions"][1].update(about=["no_such_tag"]), "about.0", "no spec carries"),
-        (lambda d: d["questions"][2]["answers"].append("I am {mood} today."), "answers.5", "unknown slot"),
-        (lambda d: d["questions"].append(dict(d["questions"][0])), "question", "asked twice"),
+        (lambda d: d["questions"][0].update(category="hobbies"), "questions", "0.category", "unknown category"),
+        (lambda d: d["questions"][1].update(about=["no_such_tag"]), "questions", "1.about.0", "no spec carries"),
+        (
+            lambda d: d["questions"][2]["answers"].append("I am {mood} today."),
+            "questions",
+            "2.answers.5",
+            "unknown slot",
+        ),
+        (lambda d: d["questions"].append(dict(d["questions"][0])), "questions", "108.question", "asked twice"),
         (
             lambda d: [q.update(category=None, about=[]) for q in d["questions"] if q["category"] == "diet"],
+            "(top level)",
             "questions",
             "no broad question",
         ),
     ],
 )
 def test_a_bad_interview_bank_is_refused_naming_entry_and_field(
-    tmp_path: Any, change: Any, field: str, reason: str
+    tmp_path: Any, change: Any, entry: str, field: str, reason: str
 ) -> None:
     data = copy.deepcopy(BANK)
     change(data)
-    path = tmp_path / "interview.json"
-    path.write_text(json.dumps(data))
-    with pytest.raises(BankError) as err:
-        load_interview_bank(path, fact_bank())
-    assert field in err.value.field and reason in err.value.reason
+    _refused(tmp_path, lambda path: load_interview_bank(path, fact_bank()), data, entry, field, reason)
 
 
 @pytest.mark.parametrize("entry", QUESTIONS, ids=_ids)
