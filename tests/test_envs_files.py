@@ -79,7 +79,7 @@ def test_terminal_reads_the_store(env: FilesEnv) -> None:
     assert out.ok and json.loads(out.text)["count"] >= 2
     lease = next(p for p in json.loads(out.text)["data"] if "Lease" in p)
     txt = json.loads(term.run(f'return_txt "{lease}"').text)
-    assert txt["success"] and any("Monthly rent" in item["content"] for item in txt["data"])
+    assert txt["success"] and any("Monthly rent" in item["content"] for item in txt["data"]["segments"])
 
 
 def test_errors_never_show_the_host_path(env: FilesEnv) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import io
 import json
 import os
 import shlex
@@ -76,10 +78,24 @@ def run_ok(t: Terminal, command: str) -> str:
     return obs.text
 
 
+#: each release tool's keys, in the order the release prints them
+RELEASE_KEYS = {
+    "list_files": ["success", "count", "data", "error"],
+    "return_txt": ["success", "data", "error"],
+    "return_metadata": ["success", "metadata", "error"],
+    "return_img": ["success", "image_path", "image_paths", "image_b64", "image_b64_list", "page_count", "error"],
+    "return_ori": ["success", "file_path", "file_b64", "error"],
+    "set_flags": ["success", "data", "error"],
+    "hhelp": ["success", "data", "error"],
+}
+
+
 def release(t: Terminal, command: str) -> dict:
     obs = t.run(command)
     payload = json.loads(obs.text)
-    assert list(payload) == ["success", "count", "data", "error"]
+    tool = command.split(";")[-1].split()[0]
+    tool = {"txt": "return_txt", "img": "return_img", "ori": "return_ori", "ls_files": "list_files"}.get(tool, tool)
+    assert list(payload) == RELEASE_KEYS[tool], command
     assert obs.text == json.dumps(payload, ensure_ascii=False, separators=(",", ":"))  # compact
     assert obs.ok is payload["success"]
     assert (payload["error"] is None) is payload["success"]
@@ -331,16 +347,28 @@ def test_list_files(term: Terminal) -> None:
 
 def test_return_txt(term: Terminal) -> None:
     pdf = release(term, "return_txt Docs/contract.pdf")
-    assert pdf["count"] == 3
-    assert [d["locator"]["position"]["system_page"] for d in pdf["data"]] == [1, 2, 3]
-    assert pdf["data"][2]["content"] == "Deposit: EUR 2,900" and pdf["data"][2]["where"].startswith("Docs/contract.pdf")
+    data = pdf["data"]
+    assert list(data) == ["file_info", "summary", "segments"] and data["summary"] == ""
+    info = data["file_info"]
+    assert info["file_path"] == "Docs/contract.pdf" and info["file_name"] == "contract.pdf"
+    assert info["file_type"] == "pdf" and info["file_modality"] == "document" and info["user"] == "Mira"
+    assert isinstance(info["id"], int) and info["id"] >= 1
+    assert len(info["creation_date"]) == 19 and info["location"] is None  # YYYY-MM-DD HH:MM:SS
+    segments = data["segments"]
+    assert [s["page"] for s in segments] == [1, 2, 3]
+    assert [s["locator"]["position"]["system_page"] for s in segments] == [1, 2, 3]
+    assert segments[2]["content"] == "Deposit: EUR 2,900" and segments[2]["start_time"] is None
     plan = release(term, "cd 'Docs/Tom & Jerry (2024)'; return_txt plan one.txt")  # unquoted spaces: joined
-    assert plan["data"][0]["content"] == "a|b\nsecond line"
+    assert plan["data"]["segments"][0]["content"] == "a|b\nsecond line"
     run_ok(term, "cd /")
+    assert release(term, "return_txt /hippocamp/data/notes.txt")["data"]["file_info"]["file_path"] == "notes.txt"
+    assert release(term, "txt notes.txt")["success"]  # the release's short name
     missing = release(term, "return_txt nope.txt")
     assert not missing["success"] and missing["error"] == "return_txt: nope.txt: No such file or directory"
+    assert missing["data"] is None
     assert "Is a directory" in release(term, "return_txt Docs")["error"]
     assert not release(term, "return_txt")["success"]
+    assert "--page" in release(term, "return_txt Docs/contract.pdf --page 2")["error"]  # as the release refuses it
     failed = release(term, "return_txt blob.bin")
     assert not failed["success"] and "blob.bin" in failed["error"]
 
@@ -355,42 +383,85 @@ def test_return_txt_with_given_texts(profile: Path) -> None:
     with Terminal(profile, texts=texts) as t:
         data = json.loads(t.run("cd Docs; return_txt contract.pdf").text)["data"]
     assert seen == ["Docs/contract.pdf"]
-    assert data == [
-        {"content": "from the store", "locator": {"unit": "page", "position": 4}, "where": data[0]["where"]}
-    ]
+    assert data["segments"] == [
+        {"content": "from the store", "start_time": None, "end_time": None, "page": 4,
+         "locator": {"unit": "page", "position": 4}}
+    ]  # fmt: skip
 
 
-def test_return_img_ori_metadata(term: Terminal) -> None:
+def test_return_img_ori_metadata(profile: Path) -> None:
+    term = Terminal(profile, budget_chars=10_000_000)  # the images' base64 is long
     page = release(term, "return_img Docs/contract.pdf --page 2")
-    image = Path(page["data"])
-    assert page["count"] == 1 and image.suffix == ".png" and image.read_bytes().startswith(b"\x89PNG")
-    assert term.sandbox.root not in image.parents
-    with Image.open(image) as im:
+    assert page["image_path"] == "/hippocamp/output/contract_page2.png" and page["image_paths"] == [page["image_path"]]
+    assert page["page_count"] == 3 and page["image_b64_list"] == [page["image_b64"]]
+    png = base64.b64decode(page["image_b64"])
+    assert png.startswith(b"\x89PNG")
+    with Image.open(io.BytesIO(png)) as im:
         assert im.size == (1190, 1684)  # 595 x 842 pt at scale 2
-    assert release(term, "return_img Docs/contract.pdf --page=2")["data"] == page["data"]  # cached
+    assert term.emitted == [("/hippocamp/output/contract_page2.png", png)]
+    again = term.run("return_img Docs/contract.pdf --page=2")
+    assert json.loads(again.text)["image_b64"] == page["image_b64"]  # cached
+    assert again.data == [{"image_b64": page["image_b64"], "mime": "image/png", "image_path": page["image_path"]}]
+    assert term.run("return_img Docs/contract.pdf --page 2 | wc -c").data == []  # piped on: nothing to attach
+    every = release(term, "return_img Docs/contract.pdf")  # no --page: every page
+    assert every["image_paths"] == [f"/hippocamp/output/contract_page{n}.png" for n in (1, 2, 3)]
+    assert len(every["image_b64_list"]) == 3
+    out = release(term, "return_img Docs/contract.pdf /hippocamp/output/p2.png --page 2")
+    assert out["image_path"] == "/hippocamp/output/p2.png" and out["image_b64"] == page["image_b64"]
+    assert "outputs go under" in release(term, "return_img Docs/contract.pdf /etc/p2.png --page 2")["error"]
     assert "out of range" in release(term, "return_img Docs/contract.pdf --page 9")["error"]
     assert "page number" in release(term, "return_img Docs/contract.pdf --page x")["error"]
-    assert release(term, "return_img Pictures/photo.png")["data"] == str(term.sandbox.root / "Pictures/photo.png")
+    photo = release(term, "img Pictures/photo.png")
+    assert (
+        photo["page_count"] == 1
+        and base64.b64decode(photo["image_b64"]) == (term.sandbox.root / "Pictures/photo.png").read_bytes()
+    )
     assert "PDF and images only" in release(term, "return_img notes.txt --page 1")["error"]
-    ori = release(term, "return_ori 'Docs/Tom & Jerry (2024)/plan one.txt'")["data"]
-    assert ori == {"path": str(term.sandbox.root / SPACED), "size": 16, "type": "txt"}
-    meta = release(term, "return_metadata Pictures/photo.png")["data"]
-    assert meta["path"] == "Pictures/photo.png" and meta["modality"] == "image" and meta["extension"] == "png"
-    assert meta["mtime"].endswith("+00:00") and meta["ctime"]
-    cache = image.parent
+    ori = release(term, "return_ori 'Docs/Tom & Jerry (2024)/plan one.txt'")
+    assert (
+        ori["file_path"] == f"/hippocamp/data/{SPACED}" and base64.b64decode(ori["file_b64"]) == b"a|b\nsecond line\n"
+    )
+    copy = release(term, "return_ori notes.txt /tmp/n.txt")
+    assert copy["file_path"] == "/tmp/n.txt" and term.emitted[-1] == (
+        "/tmp/n.txt",
+        (term.sandbox.root / "notes.txt").read_bytes(),
+    )
+    meta = release(term, "return_metadata Pictures/photo.png")["metadata"]
+    assert list(meta) == ["id", "file_path", "file_type", "file_modality", "creation_date", "modification_date",
+                          "latitude", "longitude", "location"]  # fmt: skip
+    assert meta["file_path"] == "Pictures/photo.png" and meta["file_modality"] == "image" and meta["file_type"] == "png"
+    assert not release(term, "return_metadata nope.png")["success"]
+    cache = term._cache
     term.close()
-    assert not cache.exists()
+    assert cache is not None and not cache.exists()
 
 
-def test_page_image_callable(profile: Path) -> None:
+def test_set_flags_and_hhelp(term: Terminal) -> None:
+    assert release(term, "set_flags 0 1")["data"] == {"return_txt": 0, "return_img": 1}
+    off = release(term, "return_txt notes.txt")
+    assert not off["success"] and "disabled" in off["error"]
+    assert release(term, "return_img Pictures/photo.png")["success"]
+    assert release(term, "set_flags 1 0")["data"] == {"return_txt": 1, "return_img": 0}
+    assert release(term, "return_txt notes.txt")["success"] and not release(term, "img Pictures/photo.png")["success"]
+    assert not release(term, "set_flags yes")["success"]
+    text = release(term, "hhelp")["data"]
+    assert text.startswith("AVAILABLE COMMANDS:")
+    for name in ["return_txt", "return_img", "return_ori", "return_metadata", "list_files"]:
+        assert f"  {name} " in text
+
+
+def test_page_image_callable(profile: Path, tmp_path: Path) -> None:
     calls: list[tuple[str, int]] = []
+    rendered = tmp_path / "rendered.png"
+    Image.new("RGB", (2, 2), "blue").save(rendered)
 
     def render(rel: str, page: int) -> Path:
         calls.append((rel, page))
-        return Path("/rendered") / f"{page}.png"
+        return rendered
 
     t = Terminal(profile, page_image=render)
-    assert json.loads(t.run("return_img Docs/contract.pdf --page 3").text)["data"] == "/rendered/3.png"
+    out = json.loads(t.run("return_img Docs/contract.pdf --page 3").text)
+    assert base64.b64decode(out["image_b64"]) == rendered.read_bytes()
     assert calls == [("Docs/contract.pdf", 3)]
 
 

@@ -303,7 +303,8 @@ def test_undecodable_file_names_are_shown_escaped(profile: Path) -> None:
     assert "bad\\xff\\xfe.txt" in listed["data"]
     assert timed(t, "cat bad*").text == "found me"
     assert timed(t, "cat 'bad\\xff\\xfe.txt'").text == "found me"  # the shown name is accepted back
-    assert json.loads(timed(t, "return_metadata 'bad\\xff\\xfe.txt'").text)["data"]["path"] == "bad\\xff\\xfe.txt"
+    meta = json.loads(timed(t, "return_metadata 'bad\\xff\\xfe.txt'").text)["metadata"]
+    assert meta["file_path"] == "bad\\xff\\xfe.txt"
     assert timed(t, "ls -l | grep bad").text.endswith("bad\\xff\\xfe.txt")
     assert timed(t, "echo '\udcff\ud800'").text == "\\xff\\ud800"  # a lone surrogate typed by the model
     assert "nope\\xff" in (timed(t, "cat nope\udcff").error or "")

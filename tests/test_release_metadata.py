@@ -5,6 +5,7 @@ HippoCamp_Gold segment times written ``start``/``end`` or ``start_time``/``end_t
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from datetime import datetime
 from pathlib import Path
@@ -137,7 +138,8 @@ def _times(segments: list[Any]) -> list[tuple[float, float | None] | None]:
 def _metadata(term: Terminal, path: str) -> dict[str, Any]:
     out = json.loads(term.run(f"return_metadata '{path}'").text)
     assert out["success"] is True, out
-    return out["data"]
+    assert list(out) == ["success", "metadata", "error"]
+    return out["metadata"]
 
 
 def test_fullset_metadata_reaches_return_metadata(release: Path, tmp_path: Path) -> None:
@@ -153,29 +155,33 @@ def test_fullset_metadata_reaches_return_metadata(release: Path, tmp_path: Path)
         env = FilesEnv(entry.root, store)
         term = env.terminal()
         brief = _metadata(term, "Docs/brief.txt")
-        assert brief["path"] == "Docs/brief.txt" and brief["extension"] == "txt"  # what it answered before
-        assert brief["metadata"] == {
+        assert brief == {
+            "id": 4,  # the fourth file in path order (after Audio/*, Docs/Archive/old.txt)
             "file_path": "Docs/brief.txt",
             "file_type": "txt",
+            "file_modality": "text",
             "creation_date": "2023-05-02 09:00:00",
             "modification_date": "2023-05-03 18:30:00",
-            "location": ORCHARD,
             "latitude": 1.3031,
             "longitude": 103.8317,
+            "location": ORCHARD,
         }
         # a bad date and an out-of-range latitude are left out; the rest of the row is kept
-        old = _metadata(term, "Docs/Archive/old.txt")["metadata"]
-        assert "creation_date" not in old and "latitude" not in old
+        old = _metadata(term, "Docs/Archive/old.txt")
+        assert old["latitude"] is None  # out of range: left out of the row
+        assert store.files()["Docs/Archive/old.txt"].created is None  # the bad date is not used ...
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", old["creation_date"])  # ... the file's time is
         assert (
             old["modification_date"] == "2020-01-02 03:04:05" and old["location"] == "Home" and old["longitude"] == 10
         )
         # a location written as coordinates gives the latitude and longitude
-        call = _metadata(term, "Audio/call.mp3")["metadata"]
+        call = _metadata(term, "Audio/call.mp3")
         assert (call["latitude"], call["longitude"]) == (51.918, 4.472) and call[
             "creation_date"
         ] == "2024-02-01 08:15:00"
-        # a file without a row has no metadata object
-        assert "metadata" not in _metadata(term, "Notes/todo.md")
+        # a file without a row: what the store knows, no location
+        todo = _metadata(term, "Notes/todo.md")
+        assert todo["file_path"] == "Notes/todo.md" and todo["location"] is None and todo["latitude"] is None
         # the times went to the store's file rows too
         rows = store.files()
         assert rows["Docs/brief.txt"].created == "2023-05-02T09:00:00"
@@ -218,10 +224,12 @@ def test_subset_spreadsheet_is_read_alike(release: Path, tmp_path: Path) -> None
     store = Store(entry.store, root=entry.root)
     try:
         term = Terminal(entry.root, texts=store.segments_of)
-        todo = _metadata(term, "Notes/todo.md")["metadata"]
+        todo = _metadata(term, "Notes/todo.md")
         assert todo == {
-            "file_path": "Adam/Notes/todo.md",  # the row's own path, matched to the file by its ending
+            "id": 5,
+            "file_path": "Notes/todo.md",  # the row names it "Adam/Notes/todo.md": matched by its ending
             "file_type": "md",
+            "file_modality": "text",
             "creation_date": "2022-12-24 10:00:00",
             "modification_date": "2022-12-25 11:00:00",
             "location": "Berlin, DE",
@@ -229,8 +237,8 @@ def test_subset_spreadsheet_is_read_alike(release: Path, tmp_path: Path) -> None
             "longitude": 13.405,
             "Weather": "snow",  # a column the release does not name is kept under its header
         }
-        brief = _metadata(term, "Docs/brief.txt")["metadata"]
-        assert brief["location"] == ORCHARD and "latitude" not in brief and brief["longitude"] == 103.8317
+        brief = _metadata(term, "Docs/brief.txt")
+        assert brief["location"] == ORCHARD and brief["latitude"] is None and brief["longitude"] == 103.8317
         assert store.files()["Notes/todo.md"].created == "2022-12-24T10:00:00"
     finally:
         store.close()
@@ -269,7 +277,9 @@ def test_gold_segment_times_in_both_spellings(release: Path, tmp_path: Path) -> 
         assert any("segment 2, field 'end_time'" in n for n in store.files()["Audio/memo.wav"].notes)
         # return_txt shows the locators
         out = json.loads(Terminal(entry.root, texts=store.segments_of).run("return_txt Audio/call.mp3").text)
-        assert out["data"][1]["locator"] == {"unit": "timestamp", "position": {"start": "00:01:05", "end": "01:01:05"}}
+        second = out["data"]["segments"][1]
+        assert second["locator"] == {"unit": "timestamp", "position": {"start": "00:01:05", "end": "01:01:05"}}
+        assert (second["start_time"], second["end_time"]) == (65, 3665)  # the Gold shape
     finally:
         store.close()
 

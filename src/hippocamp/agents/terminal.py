@@ -57,7 +57,7 @@ class TerminalAgent:
 
     async def solve(self, task: Task, env: Any, model: Any, budget: Budget) -> Answer:
         meter = Meter(budget)
-        terminal = env.terminal(budget_chars=6000)
+        terminal = env.terminal(budget_chars=6000, image_bytes=False)  # a text model: no base64 pages
         left = meter.remaining_seconds()
         if left is not None:  # no command runs past the episode's wall clock
             terminal.deadline = time.monotonic() + left

@@ -31,7 +31,7 @@ class SandboxError(Exception):
 class Sandbox:
     """Resolves agent paths inside ``root``; keeps the current directory and counts escape attempts."""
 
-    def __init__(self, root: Path | str) -> None:
+    def __init__(self, root: Path | str, mount: str | None = None) -> None:
         self.root = Path(root).resolve()
         if not self.root.is_dir():
             raise NotADirectoryError(f"profile root is not a directory: {root}")
@@ -39,6 +39,8 @@ class Sandbox:
         self.cwd = "."
         #: how many paths were refused as escapes
         self.escapes = 0
+        #: an absolute path under this one names the root too (the release's ``/hippocamp/data``)
+        self.mount: PurePosixPath | None = PurePosixPath(mount) if mount else None
 
     def resolve(self, path: str) -> Path:
         """The absolute path inside the root for ``path`` (relative to `cwd`, or chroot-absolute).
@@ -105,6 +107,8 @@ class Sandbox:
         if "\x00" in path:
             raise SandboxError(path, "NUL byte in path")
         pure = PurePosixPath(path) if path else PurePosixPath(".")
+        if self.mount is not None and pure.is_absolute() and pure.is_relative_to(self.mount):
+            pure = PurePosixPath("/") / pure.relative_to(self.mount)
         parts: list[str] = [] if pure.is_absolute() else [p for p in PurePosixPath(self.cwd).parts if p != "."]
         root = str(self.root)
         for comp in pure.parts:

@@ -282,6 +282,8 @@ class Shell:
     #: no command runs past this `time.monotonic()` instant (None: only the per-command limit)
     deadline: float | None
     _commands: dict[str, Handler]
+    #: commands whose arguments are never glob-expanded (the release tools)
+    _literal_args: frozenset[str] = frozenset()
     _quota: Quota
     #: set when a command of the line tried to leave the profile
     _escaped: bool
@@ -290,6 +292,8 @@ class Shell:
     #: characters of the final output counted but not kept, and its last character
     _missing: int
     _tail: str
+    #: whether the command running now is the last of its pipeline (its output is what the agent sees)
+    _at_end: bool = True
 
     @property
     def cwd(self) -> str:
@@ -359,6 +363,7 @@ class Shell:
         for k, command in enumerate(pipeline):
             last = k == len(pipeline) - 1
             io = CommandIO(self.budget_chars + 2 if last else self.limits.max_output_chars)
+            self._at_end = last
             status = self._exec(command.words, stdin, io)
             if io.cut and not last:
                 io.note(f"{command.words[0].text}: output cut at {io.keep} characters (the next command reads those)")
@@ -391,7 +396,7 @@ class Shell:
             io.err(f"{name}: command not found (try: help)")
             return 127
         try:
-            args = [w.text for w in words[1:]] if name.startswith(("list_", "return_")) else self._expand(words[1:])
+            args = [w.text for w in words[1:]] if name in self._literal_args else self._expand(words[1:])
             return handler(args, stdin, io)
         except (Usage, PatternError) as exc:
             io.err(f"{name}: {exc}")

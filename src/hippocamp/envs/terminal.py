@@ -56,8 +56,8 @@ from typing import Any, Literal
 from hippocamp.envs.base import Observation
 from hippocamp.envs.bounded import Quota, TerminalLimits
 from hippocamp.envs.fileutils import FileUtils
+from hippocamp.envs.release_tools import ALIASES, DATA_DIR, PageImageFn, ReleaseTools, TextsFn
 from hippocamp.envs.release_tools import HELP as RELEASE_HELP
-from hippocamp.envs.release_tools import PageImageFn, ReleaseTools, TextsFn
 from hippocamp.envs.sandbox import Sandbox
 from hippocamp.envs.shell import CommandIO
 from hippocamp.envs.shell import lex as _lex  # noqa: F401  (the lexer's old name, which tests import)
@@ -123,8 +123,15 @@ class Terminal(ReleaseTools, FileUtils, TextUtils):
         budget_chars: int = 8000,
         limits: TerminalLimits | None = None,
         hard_links: Literal["inside", "any"] = "inside",
+        user: str | None = None,
+        image_bytes: bool = True,
     ) -> None:
-        self.sandbox = Sandbox(root)
+        self.sandbox = Sandbox(root, mount=DATA_DIR)
+        self.user = user
+        self.image_bytes = image_bytes
+        self.flags = {"return_txt": True, "return_img": True}
+        self.emitted = []
+        self._images: list[dict[str, str]] = []
         self.budget_chars = budget_chars
         self.limits = limits or TerminalLimits()
         self.hard_links = hard_links
@@ -145,6 +152,8 @@ class Terminal(ReleaseTools, FileUtils, TextUtils):
             "return_img": self._return_img,
             "return_ori": self._return_ori,
             "return_metadata": self._return_metadata,
+            "set_flags": self._set_flags,
+            "hhelp": self._hhelp,
             "ls": self._ls,
             "cd": self._cd,
             "pwd": self._pwd,
@@ -161,6 +170,18 @@ class Terminal(ReleaseTools, FileUtils, TextUtils):
             "uniq": self._uniq,
             "help": self._help,
         }
+        for alias, name in ALIASES.items():
+            self._commands[alias] = self._commands[name]
+        self._literal_args = frozenset([*RELEASE_HELP, *ALIASES])
+
+    def run(self, command: str, *, timeout: float | None = None) -> Observation:
+        """Run one command line (see `Shell.run`); the images a ``return_img`` at the end of it
+        rendered ride along in ``data`` (``{"image_b64", "mime", "image_path"}``), whatever the cap."""
+        self.emitted = []
+        self._images = []
+        obs = super().run(command, timeout=timeout)
+        obs.data = [*obs.data, *self._images]
+        return obs
 
     def close(self) -> None:
         """Remove the page-image cache."""

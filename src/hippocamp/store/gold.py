@@ -31,7 +31,7 @@ from hippocamp.schema.io import read_json
 from hippocamp.schema.locators import Locator, PageLocator, TimeRange, parse_timestamp
 from hippocamp.schema.segment import Segment
 
-__all__ = ["GoldIndex", "export_gold", "gold_segments"]
+__all__ = ["GoldIndex", "export_gold", "gold_item", "gold_segments"]
 
 
 def _norm(path: str) -> str:
@@ -182,6 +182,21 @@ def gold_segments(
     return out
 
 
+def gold_item(seg: Segment) -> dict[str, Any]:
+    """One segment in the Gold shape: ``content``, ``start_time``/``end_time`` (None without a time),
+    ``page`` for a page, and hippocamp's own ``locator`` and ``within`` when it has them."""
+    item: dict[str, Any] = {"content": seg.text, "start_time": None, "end_time": None}
+    if isinstance(seg.locator, TimeRange):
+        item["start_time"], item["end_time"] = seg.locator.start, seg.locator.end
+    if isinstance(seg.locator, PageLocator):
+        item["page"] = seg.locator.system_page
+    if seg.locator is not None:
+        item["locator"] = seg.locator.dump()
+    if seg.within:
+        item["within"] = [w.dump() for w in seg.within]
+    return item
+
+
 def export_gold(store: Any, out_dir: Path) -> int:
     """Write every indexed file's segments as ``<out>/<rel path>.json`` in the Gold shape; returns files written."""
     written = 0
@@ -189,18 +204,7 @@ def export_gold(store: Any, out_dir: Path) -> int:
         segments = store.segments_of(rel)
         if not segments:
             continue
-        items = []
-        for seg in segments:
-            item: dict[str, Any] = {"content": seg.text, "start_time": None, "end_time": None}
-            if isinstance(seg.locator, TimeRange):
-                item["start_time"], item["end_time"] = seg.locator.start, seg.locator.end
-            if isinstance(seg.locator, PageLocator):
-                item["page"] = seg.locator.system_page
-            if seg.locator is not None:
-                item["locator"] = seg.locator.dump()
-            if seg.within:
-                item["within"] = [w.dump() for w in seg.within]
-            items.append(item)
+        items = [gold_item(seg) for seg in segments]
         doc = {
             "file_info": {
                 "file_path": rel,
