@@ -531,7 +531,9 @@ def test_escapes_accumulate_and_reset_per_observation(term: Terminal) -> None:
 def test_refused_commands(term: Terminal, line: str, why: str) -> None:
     obs = term.run(line)
     assert not obs.ok and obs.error and why in obs.error and why in obs.text
-    assert not obs.escaped and term.sandbox.escapes == 0
+    # writing and the network are attempts to leave the bounds: refused and counted
+    attempt = line.split()[0] in ("rm", "mv", "touch", "curl", "sed") or ">" in line
+    assert obs.escaped is attempt and term.sandbox.escapes == int(attempt), (line, term.attempts)
 
 
 def test_tool_schema() -> None:

@@ -331,7 +331,8 @@ def _tool(command: str) -> str:
 
 @pytest.mark.timeout(60)
 def test_a_terminal_episode_fed_hostile_commands_ends_on_time(profile_dir: Path, tmp_path: Path) -> None:
-    options = SuiteOptions(ocr=False, asr=False, embed=False, store=tmp_path / "store.sqlite", workers=1)
+    options = SuiteOptions(ocr=False, asr=False, embed=False, store=tmp_path / "store.sqlite", workers=1,
+                           terminal="emulated")  # fmt: skip
     suite = load_suite(profile_dir, options)
     root = suite.root
     os.mkfifo(root / "pipe")

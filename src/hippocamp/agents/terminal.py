@@ -61,7 +61,9 @@ class TerminalAgent:
         left = meter.remaining_seconds()
         if left is not None:  # no command runs past the episode's wall clock
             terminal.deadline = time.monotonic() + left
-        system = load_prompt("terminal.md", max_steps=budget.max_steps)
+        system = load_prompt(
+            "terminal.md", max_steps=budget.max_steps, **_SHELLS[getattr(terminal, "backend", "emulated")]
+        )
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": system},
             {"role": "user", "content": f"Question: {task.prompt}"},
@@ -115,6 +117,20 @@ class TerminalAgent:
             return meter.answer("", stop=exc.reason, error=str(exc))
         except Exception as exc:  # a model failure ends the episode, the trace is kept
             return model_failure(meter, exc)
+
+
+#: what the prompt says of the terminal, by backend
+_SHELLS = {
+    "emulated": {
+        "where": "Their files are mounted read-only at `/`.",
+        "shell": "- ls, cd, pwd, find, grep, head, tail, cat, wc, stat, file   read-only, with pipes",
+    },
+    "jail": {
+        "where": "Their files are mounted read-only at `/hippocamp/data` (the current folder).",
+        "shell": "- a real bash: ls, find, grep, sed, awk, jq, python3, pipes and heredocs work; /tmp is writable; "
+        "there is no network",
+    },
+}
 
 
 def _paths_of(command: str) -> list[str]:

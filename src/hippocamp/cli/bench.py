@@ -113,7 +113,7 @@ def _expansions(spec: str, cases: list[Any], quiet: bool) -> dict[str, list[str]
 def retrieval(spec: str, ks: tuple[int, ...], modes: tuple[str, ...], limit: int | None, fusion_weight: float | None,
               path_weight: float | None, half: str | None, weights: dict[str, float], expand_model: str | None,
               as_json: bool,
-              store_path: Path | None, no_ocr: bool, no_asr: bool, no_embed: bool) -> None:  # fmt: skip
+              store_path: Path | None, no_ocr: bool, no_asr: bool, no_embed: bool, terminal: str) -> None:  # fmt: skip
     """Recall@k of the store's search by file and by evidence unit, per mode, with latency p50/p95:
     every question of SUITE is the query, searched within its profile or persona."""
     from hippocamp.scoring.retrieval import cases_of, evaluate, format_table

@@ -27,6 +27,9 @@ SUITE_OPTIONS = [
     click.option("--no-ocr", is_flag=True, help="Index without OCR of images and video frames."),
     click.option("--no-asr", is_flag=True, help="Index without transcribing audio and video."),
     click.option("--no-embed", is_flag=True, help="Index without embeddings (BM25 search only)."),
+    click.option("--terminal", "terminal", type=click.Choice(["auto", "jail", "emulated"]), default="auto",
+                 show_default=True, help="The terminal agents get: a real bash in a bubblewrap jail, hippocamp's "
+                 "emulated read-only terminal, or auto (the jail when this machine can make one)."),
 ]  # fmt: skip
 
 
@@ -36,14 +39,20 @@ def suite_options(fn: Any) -> Any:
     return fn
 
 
-def _load(spec: str, store_path: Path | None, no_ocr: bool, no_asr: bool, no_embed: bool, quiet: bool) -> Any:
+def _load(spec: str, store_path: Path | None, no_ocr: bool, no_asr: bool, no_embed: bool, quiet: bool,
+          terminal: str = "auto") -> Any:  # fmt: skip
     """The suite, indexed, with a transient progress bar on stderr."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+    from hippocamp.envs import terminal_backend
     from hippocamp.runs import SuiteError, SuiteOptions, load_suite
     from hippocamp.store import StoreError
 
-    options = SuiteOptions(ocr=not no_ocr, asr=not no_asr, embed=not no_embed, store=store_path)
+    try:
+        terminal_backend(terminal)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--terminal") from None
+    options = SuiteOptions(ocr=not no_ocr, asr=not no_asr, embed=not no_embed, store=store_path, terminal=terminal)
     err = console(stderr=True)
     with Progress(TextColumn("indexing {task.description}"), BarColumn(), MofNCompleteColumn(),
                   console=err, transient=True, disable=quiet or not err.is_terminal) as bar:  # fmt: skip
@@ -117,6 +126,7 @@ def run_cmd(
     no_ocr: bool,
     no_asr: bool,
     no_embed: bool,
+    terminal: str,
     as_json: bool,
 ) -> None:
     """Run AGENT with MODEL over every task of SUITE, EPOCHS times, into OUT.
@@ -129,7 +139,7 @@ def run_cmd(
     from hippocamp.models import ModelError, ModelNotAvailableError
     from hippocamp.runs import EpisodeLogError, ManifestError, run
 
-    suite = _load(suite_spec, store_path, no_ocr, no_asr, no_embed, quiet=as_json)
+    suite = _load(suite_spec, store_path, no_ocr, no_asr, no_embed, quiet=as_json, terminal=terminal)
     out_console = console(stderr=as_json)
     stops: dict[str, int] = {}
     try:
@@ -231,6 +241,7 @@ def ask(
     no_ocr: bool,
     no_asr: bool,
     no_embed: bool,
+    terminal: str,
     as_json: bool,
 ) -> None:
     """Ask one QUESTION about the files of PROFILE (a folder; indexed first if needed).
@@ -242,7 +253,7 @@ def ask(
     if not question.strip():
         raise click.BadParameter("the question is empty", param_hint="QUESTION")
     spec = model_spec or _default_model()
-    suite = _load(str(profile), store_path, no_ocr, no_asr, no_embed, quiet=as_json)
+    suite = _load(str(profile), store_path, no_ocr, no_asr, no_embed, quiet=as_json, terminal=terminal)
     budget = _budget(max_steps, max_tokens, max_seconds)
     began = time.perf_counter()
     try:

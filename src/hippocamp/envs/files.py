@@ -20,7 +20,7 @@ from hippocamp.envs.sandbox import Sandbox, SandboxError
 from hippocamp.schema.locators import Locator, overlaps, parse_locator
 from hippocamp.schema.segment import Segment
 
-__all__ = ["FilesEnv", "parse_locator_text"]
+__all__ = ["FilesEnv", "parse_locator_text", "terminal_backend", "terminal_description"]
 
 _SCHEMAS: list[dict[str, Any]] = [
     {
@@ -132,7 +132,7 @@ class FilesEnv:
     owner: str | None = None
 
     def __init__(self, root: Path | str, store: Any, searcher: Any | None = None, *, max_chars: int = 6000,
-                 max_list: int = 200, hard_links: str = "inside"):  # fmt: skip
+                 max_list: int = 200, hard_links: str = "inside", terminal: str = "emulated"):  # fmt: skip
         self.root = Path(root)
         self.store = store
         self._searcher = searcher
@@ -142,6 +142,9 @@ class FilesEnv:
         #: what the terminal does with a file hard-linked from outside the profile: "inside" refuses it,
         #: "any" reads it (a profile imported as hard links to trusted source files)
         self.hard_links = hard_links
+        #: which terminal `terminal()` opens: "emulated", "jail" (a real bash in bubblewrap) or "auto"
+        #: (the jail when this machine can make one, else the emulated terminal)
+        self.terminal_backend = terminal_backend(terminal)
         self.calls = 0
 
     @property
@@ -308,10 +311,52 @@ class FilesEnv:
 
     def terminal(self, **options: Any) -> Any:
         """A fresh terminal over the same profile (its own working directory and escape counter),
-        reading parsed text from this store, with this environment's `hard_links` rule."""
+        reading parsed text from this store, with this environment's `hard_links` rule: the emulated
+        `Terminal` or the `JailTerminal` (``backend=`` overrides `terminal_backend`)."""
+        backend = terminal_backend(options.pop("backend", self.terminal_backend))
+        settings = {"hard_links": self.hard_links, "user": self.owner, **options}
+        if backend == "jail":
+            from hippocamp.envs.jail import JailTerminal
+
+            return JailTerminal(self.root, texts=self.store.segments_of, **settings)
         from hippocamp.envs.terminal import Terminal
 
-        return Terminal(self.root, texts=self.store.segments_of, **{"hard_links": self.hard_links, **options})
+        return Terminal(self.root, texts=self.store.segments_of, **settings)
+
+
+def terminal_backend(name: str) -> str:
+    """``emulated`` or ``jail`` for a backend setting (``auto``: the jail when one can be made here).
+    Asking for ``jail`` where none can be made is a ValueError saying why."""
+    if name not in ("auto", "jail", "emulated"):
+        raise ValueError(f"terminal backend {name!r}: choose auto, jail or emulated")
+    if name == "emulated":
+        return name
+    from hippocamp.envs.jail import jail_support
+
+    why = jail_support()
+    if why is None:
+        return "jail"
+    if name == "jail":
+        raise ValueError(f"terminal backend 'jail': {why}")
+    return "emulated"
+
+
+def terminal_description(setting: str) -> dict[str, Any]:
+    """Which terminal a setting gives on this machine and why, for a run's manifest."""
+    from dataclasses import asdict
+
+    from hippocamp.envs.bounded import TerminalLimits
+    from hippocamp.envs.jail import JailLimits, jail_support
+
+    backend = terminal_backend(setting)
+    out: dict[str, Any] = {"setting": setting, "backend": backend}
+    if backend == "jail":
+        out.update(engine="bubblewrap", limits=asdict(JailLimits()))
+    else:
+        out.update(engine="hippocamp (pure Python, read-only)", limits=asdict(TerminalLimits()))
+        if setting == "auto":
+            out["why"] = f"no jail here: {jail_support()}"
+    return out
 
 
 def _error(message: str) -> Observation:

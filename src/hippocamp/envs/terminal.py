@@ -50,11 +50,14 @@ assembles them into `Terminal` with its command table and ``help``.
 
 from __future__ import annotations
 
+import os
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from hippocamp.envs.base import Observation
 from hippocamp.envs.bounded import Quota, TerminalLimits
+from hippocamp.envs.escapes import escape_attempts
 from hippocamp.envs.fileutils import FileUtils
 from hippocamp.envs.release_tools import ALIASES, DATA_DIR, PageImageFn, ReleaseTools, TextsFn
 from hippocamp.envs.release_tools import HELP as RELEASE_HELP
@@ -107,6 +110,8 @@ def tool_schema() -> dict[str, Any]:
 
 
 class Terminal(ReleaseTools, FileUtils, TextUtils):
+    backend: ClassVar[str] = "emulated"
+
     """A read-only HippoCamp terminal over one profile; `run` one command line at a time.
 
     ``limits`` bound every command line (`TerminalLimits`); `deadline` (a `time.monotonic()` instant,
@@ -132,6 +137,8 @@ class Terminal(ReleaseTools, FileUtils, TextUtils):
         self.flags = {"return_txt": True, "return_img": True}
         self.emitted = []
         self._images: list[dict[str, str]] = []
+        #: (command line, why it counted) for every attempt refused or contained
+        self.attempts: list[tuple[str, list[str]]] = []
         self.budget_chars = budget_chars
         self.limits = limits or TerminalLimits()
         self.hard_links = hard_links
@@ -179,9 +186,40 @@ class Terminal(ReleaseTools, FileUtils, TextUtils):
         rendered ride along in ``data`` (``{"image_b64", "mime", "image_path"}``), whatever the cap."""
         self.emitted = []
         self._images = []
+        before, cwd = self.sandbox.escapes, DATA_DIR + self.cwd.rstrip("/")
         obs = super().run(command, timeout=timeout)
         obs.data = [*obs.data, *self._images]
+        tool = command.split(maxsplit=1)[0] if command.strip() else ""
+        own = self._own_output if tool in self._literal_args else self._own_path  # a tool's output path is its own
+        reasons = escape_attempts(command, cwd, own=own)
+        if self.sandbox.escapes > before:
+            reasons = reasons or ["a path leaving the profile, refused"]
+        elif reasons:  # refused or harmless here, but an attempt all the same: counted like the jail counts it
+            self.sandbox.escapes += 1
+            obs.escaped = True
+        if reasons:
+            self.attempts.append((command, reasons))
         return obs
+
+    def _own_path(self, path: str) -> bool:
+        """Whether an absolute path is this terminal's: its first name is an entry of the profile's root,
+        or it is an output a release tool wrote (looked at inside the profile and the scratch only)."""
+        first = path.strip("/").split("/")[0]
+        if first in ("", ".", ".."):
+            return False
+        try:
+            if first in ("tmp", "hippocamp"):
+                return self._cache is not None and os.path.lexists(self._cache / "out" / path.lstrip("/"))
+            return os.path.lexists(self.sandbox.root / first)
+        except (OSError, ValueError):
+            return False
+
+    def _own_output(self, path: str) -> bool:
+        return self._own_path(path) or path.startswith(("/tmp/", "/hippocamp/output/"))
+
+    def describe(self) -> dict[str, Any]:
+        """What contains this terminal, for the run's manifest."""
+        return {"backend": "emulated", "engine": "hippocamp (pure Python, read-only)", "limits": asdict(self.limits)}
 
     def close(self) -> None:
         """Remove the page-image cache."""

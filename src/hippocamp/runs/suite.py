@@ -46,6 +46,9 @@ class SuiteOptions:
     workers: int | None = None
     #: where generated suites (``synth:``) go; None = ``<cache>/suites``
     synth_dir: Path | None = None
+    #: the terminal agents get: "auto" (a bubblewrap jail when this machine can make one, else the
+    #: emulated terminal), "jail" or "emulated"
+    terminal: str = "auto"
 
     def index_options(self) -> IndexOptions:
         kwargs: dict[str, Any] = {"workers": self.workers} if self.workers else {}

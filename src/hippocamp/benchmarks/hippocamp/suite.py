@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from hippocamp.dataset.profile import ProfileError, load_profile
-from hippocamp.envs.files import FilesEnv
+from hippocamp.envs.files import FilesEnv, terminal_description
 from hippocamp.paths import cache_dir
 from hippocamp.runs.suite import Suite, SuiteError, SuiteOptions
 from hippocamp.schema.io import RecordsFileError, read_json
@@ -91,7 +91,9 @@ class ProfileSuite(Suite):
                 from hippocamp.store.search import Searcher
 
                 part.searcher = Searcher(part.store)
-        return FilesEnv(part.root, part.store, part.searcher, hard_links=part.hard_links)
+        return FilesEnv(
+            part.root, part.store, part.searcher, hard_links=part.hard_links, terminal=self.options.terminal
+        )
 
     def describe(self) -> dict[str, Any]:
         out = super().describe()
@@ -108,6 +110,7 @@ class ProfileSuite(Suite):
             ]  # fmt: skip
         if self.skipped:
             out["skipped_profiles"] = self.skipped
+        out["terminal"] = terminal_description(self.options.terminal)
         out["dataset_hash"] = "sha256(records bytes + per file 'path\\0size\\0content sha256\\n', path order)"
         return out
 
