@@ -54,6 +54,8 @@ BUILTINS: dict[str, tuple[str, ...]] = {
         "hippocamp.agents.retrieval",
         "hippocamp.agents.react",
         "hippocamp.agents.full_context",
+        "hippocamp.agents.terminal_release",
+        "hippocamp.agents.pipelines",
     ),
     # stories are told in this order, which is part of a synthetic profile's bytes
     "story": (

@@ -64,6 +64,8 @@ class Passage(BaseModel):
 
 @register("agent", "evidence")
 class EvidenceAgent:
+    """hippocamp's evidence agent: plan searches, select the passages that answer, revise, answer with locators."""
+
     name: ClassVar[str] = "evidence"
     #: a tool agent: scored by the files it examined (every passage it showed the model to select from),
     #: as the paper scores its agents by the files their actions touched

@@ -41,6 +41,8 @@ __all__ = ["ExternalAgent", "given_file_lists"]
 
 @register("agent", "external")
 class ExternalAgent:
+    """An agent outside hippocamp: a command (``external:cmd:...``) or an HTTP endpoint answering each task."""
+
     name: ClassVar[str] = "external"
     #: an outside agent's own citations; what it touched or retrieved is kept when its answer says
     file_list: ClassVar[str] = "cited"

@@ -13,7 +13,7 @@ from typing import Any
 
 from hippocamp import registry
 
-__all__ = ["agent_factory", "make_agent"]
+__all__ = ["agent_factory", "agent_settings", "describe_agents", "make_agent"]
 
 
 def agent_factory(spec: str) -> Callable[[], Any]:
@@ -67,3 +67,36 @@ def make_agent(spec: str) -> Any:
     """An agent from its name, optionally with an argument after the first colon:
     ``evidence``, ``react``, ``external:cmd:python my_agent.py``, ``external:http://127.0.0.1:8000/solve``."""
     return agent_factory(spec)()
+
+
+def agent_settings(agent: Any) -> dict[str, Any]:
+    """An agent's own budgets and settings, for a run's manifest: its ``settings()`` when it has one,
+    else its public plain attributes (numbers, strings, flags) and dataclass settings, and the file
+    list it is scored by."""
+    import dataclasses
+
+    custom = getattr(agent, "settings", None)
+    if callable(custom):
+        return dict(custom())
+    out: dict[str, Any] = {"file_list": getattr(agent, "file_list", "cited")}
+    for key, value in sorted(vars(agent).items()) if hasattr(agent, "__dict__") else []:
+        if key.startswith("_"):
+            continue
+        if isinstance(value, bool | int | float | str):
+            out[key] = value
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            out[key] = dataclasses.asdict(value)
+    return out
+
+
+def describe_agents() -> list[dict[str, Any]]:
+    """Every registered agent: its name, where it comes from (hippocamp's own, the HippoCamp release's
+    pipelines and loop), the file list it is scored by, and the first line of its description."""
+    rows = []
+    for name, obj in registry.items("agent"):
+        doc = (getattr(obj, "__doc__", None) or "").strip().splitlines()
+        module = getattr(obj, "__module__", "") or ""
+        origin = "release" if ("pipelines" in module or name == "terminal-release") else "hippocamp"
+        rows.append({"name": name, "origin": origin, "file_list": getattr(obj, "file_list", "cited"),
+                     "description": doc[0].rstrip(".") if doc else ""})  # fmt: skip
+    return sorted(rows, key=lambda r: (r["origin"] != "hippocamp", r["name"]))

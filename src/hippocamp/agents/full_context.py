@@ -44,6 +44,8 @@ def context_chars(model: Any) -> int | None:
 
 @register("agent", "full-context")
 class FullContextAgent:
+    """Every log of a persona in the prompt at once (P-ContextBench's full-context regime), one answer."""
+
     name: ClassVar[str] = "full-context"
     #: "retrieved": putting every log in the prompt is this agent's retrieval (everything is retrieved),
     #: so it is scored like the retrieval baselines by what reached the model; it runs no commands and

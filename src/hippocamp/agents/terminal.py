@@ -50,14 +50,24 @@ def parse_turn(text: str) -> tuple[str, str | None, str | None, list[str]]:
 
 @register("agent", "terminal")
 class TerminalAgent:
+    """hippocamp's terminal agent: one command per turn in the terminal (jail or emulated), then the answer."""
+
     name: ClassVar[str] = "terminal"
     #: the paper's terminal agents are scored by the files their commands touched (the release's rule,
     #: `hippocamp.agents.filelists.touched_files`); the terminal has no retrieval, so nothing is retrieved
     file_list: ClassVar[str] = "touched"
 
+    def __init__(self) -> None:
+        #: characters of a command's output the model is shown
+        self.observation_chars = 6000
+        #: output tokens per turn
+        self.max_tokens = 600
+        #: corrections for a malformed turn before the episode ends
+        self.format_retries = 1
+
     async def solve(self, task: Task, env: Any, model: Any, budget: Budget) -> Answer:
         meter = Meter(budget)
-        terminal = env.terminal(budget_chars=6000, image_bytes=False)  # a text model: no base64 pages
+        terminal = env.terminal(budget_chars=self.observation_chars, image_bytes=False)  # a text model: no base64 pages
         left = meter.remaining_seconds()
         if left is not None:  # no command runs past the episode's wall clock
             terminal.deadline = time.monotonic() + left
@@ -79,10 +89,10 @@ class TerminalAgent:
 
     async def _loop(self, meter: Meter, model: Any, terminal: Any, messages: list[dict[str, Any]]) -> Answer:
         read: list[str] = []
-        corrected = False
+        corrections = 0
         try:
             while True:
-                gen = await meter.generate(model, messages, stop=["</tool>", "</files>"], max_tokens=600)
+                gen = await meter.generate(model, messages, stop=["</tool>", "</files>"], max_tokens=self.max_tokens)
                 text = gen.text
                 if "<tool>" in text and "</tool>" not in text:
                     text += "</tool>"
@@ -96,9 +106,9 @@ class TerminalAgent:
                     evidence = [EvidenceItem(file_path=f) for f in known]
                     return meter.answer(answer, files=known, evidence=evidence)
                 if command is None:
-                    if corrected:
+                    if corrections >= self.format_retries:
                         return meter.answer("", stop="no_answer", error="the model did not follow the protocol")
-                    corrected = True
+                    corrections += 1
                     reply = (
                         'error: reply with <think>...</think> then either <tool>{"name": "terminal", "arguments": '
                         '{"command": "..."}}</tool> or <answer>...</answer><files>...</files>'

@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "stats": ("hippocamp.cli.stats", "stats", "Counts, distributions and difficulty of a set of records."),
     "example": ("hippocamp.cli.example", "example", "Where the bundled example profile is, or a copy of it."),
     "models": ("hippocamp.cli.models", "models", "List, install, check and chat with models."),
+    "agents": ("hippocamp.cli.agents", "agents", "List the agents a run can use (hippocamp's and the release's)."),
     "index": ("hippocamp.cli.store", "index", "Index a profile's files into its store (incremental)."),
     "search": ("hippocamp.cli.store", "search", "Search a profile's store; ranked segments with locators."),
     "export-gold": ("hippocamp.cli.store", "export_gold_cmd", "Write indexed segments as HippoCamp_Gold JSON."),

@@ -223,13 +223,19 @@ class FilesEnv:
         after: str | None = None,
         before: str | None = None,
         also: list[str] | None = None,
+        mode: str | None = None,
     ) -> Observation:
-        """The search tool. ``also`` (not offered to models in the tool's schema): other queries for the
-        same need, ranked together with ``query`` (agents that expand questions pass them)."""
+        """The search tool. Not offered to models in the tool's schema, for agents: ``also``, other
+        queries for the same need, ranked together with ``query`` (agents that expand questions pass
+        them); ``mode``, the ranking (``hybrid``, the default; ``fts``, BM25 alone; ``vector``, the
+        embeddings alone, an error when the store has none)."""
         from hippocamp.store.search import SearchFilters
 
         if not str(query).strip():
             return _error("search needs a non-empty query")
+        mode = mode or "hybrid"
+        if mode not in ("hybrid", "fts", "vector"):
+            return _error(f"search mode {mode!r}: choose hybrid, fts or vector")
         k = max(1, min(int(k), 30))
         filters = SearchFilters(
             glob=path_glob or None,
@@ -239,7 +245,10 @@ class FilesEnv:
             before=before or None,
         )
         extra = [str(a) for a in also] if isinstance(also, list) else []
-        hits = self.searcher.search(str(query), k=k, filters=filters, also=extra)
+        try:
+            hits = self.searcher.search(str(query), k=k, filters=filters, also=extra, mode=mode)  # type: ignore[arg-type]
+        except ValueError as exc:  # mode "vector" over a store without vectors: the agent's observation
+            return _error(f"search (mode {mode}): {exc}")
         note = ""
         if not hits and filters != SearchFilters():
             # small models fill every optional filter; an empty page teaches them nothing, so say so and relax
@@ -247,7 +256,7 @@ class FilesEnv:
                     "before": before}  # fmt: skip
             shown = ", ".join(f"{k}={v}" for k, v in used.items() if v)
             note = f"(no results with {shown}; showing results without filters)\n\n"
-            hits = self.searcher.search(str(query), k=k, also=extra)
+            hits = self.searcher.search(str(query), k=k, also=extra, mode=mode)  # type: ignore[arg-type]
         data, blocks = [], []
         for i, h in enumerate(hits, 1):
             seg = h.segment()

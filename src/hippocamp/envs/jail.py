@@ -36,7 +36,6 @@ lost, and the observation says so).
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
 import os
@@ -207,14 +206,13 @@ class _Broker:
                 try:
                     conn.settimeout(self.timeout)
                     reply = self._answer(self._request(conn))
-                    conn.sendall(json.dumps(reply, ensure_ascii=False).encode("utf-8"))
-                except Exception as exc:  # a client gone or a bad request: that client's problem only
-                    failed = {"stdout": json.dumps({"success": False, "error": str(exc)}), "exit": 1}
-                    with contextlib.suppress(OSError):
-                        conn.sendall(json.dumps(failed).encode("utf-8"))
+                except Exception as exc:  # a bad request: that client's problem only
+                    reply = (1, [], json.dumps({"success": False, "error": str(exc)}))
+                with contextlib.suppress(OSError):
+                    conn.sendall(_encode(*reply))
 
     @staticmethod
-    def _request(conn: socket.socket) -> dict[str, Any]:
+    def _request(conn: socket.socket) -> list[str]:
         chunks, size = [], 0
         while True:
             data = conn.recv(65536)
@@ -224,18 +222,15 @@ class _Broker:
             if size > 1024 * 1024:
                 raise ValueError("the request is over 1 MiB")
             chunks.append(data)
-            if data.endswith(b"\n"):
-                break
-        request = json.loads(b"".join(chunks))
-        if not isinstance(request, dict) or not isinstance(request.get("argv"), list) or not request["argv"]:
-            raise ValueError("a request is {argv: [...], cwd}")
-        return request
+        parts = [os.fsdecode(p) for p in b"".join(chunks).split(b"\0")]
+        if len(parts) < 2:
+            raise ValueError("a request is the working directory, the tool and its arguments")
+        return parts
 
-    def _answer(self, request: dict[str, Any]) -> dict[str, Any]:
-        argv = [str(a) for a in request["argv"]]
+    def _answer(self, parts: list[str]) -> tuple[int, list[tuple[str, bytes]], str]:
+        cwd, argv = parts[0], parts[1:]
         if argv[0] not in HELP and argv[0] not in ALIASES:
             raise ValueError(f"{argv[0]}: not a release tool")
-        cwd = str(request.get("cwd") or DATA_DIR)
         with self.lock:
             self.calls += 1
             term = self.terminal
@@ -245,8 +240,7 @@ class _Broker:
             except (OSError, ValueError):
                 term.sandbox.chdir("/")
             obs = term.run(shlex.join(argv))
-            files = [(path, base64.b64encode(data).decode("ascii")) for path, data in term.emitted]
-        return {"stdout": obs.text, "exit": 0 if obs.ok else 1, "files": files}
+            return (0 if obs.ok else 1), list(term.emitted), obs.text
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -317,7 +311,7 @@ class JailTerminal:
         source = package_files("hippocamp.envs") / "jail_files"
         (self._api / "supervisor.py").write_text((source / "supervisor.py").read_text(encoding="utf-8"))
         tool = self._api / "tool.py"
-        tool.write_text(f"#!{_PYTHON} -I\n" + (source / "tool.py").read_text(encoding="utf-8"))
+        tool.write_text(f"#!{_PYTHON} -IS\n" + (source / "tool.py").read_text(encoding="utf-8"))
         tool.chmod(0o755)
         for name in [*HELP, *ALIASES]:
             (bin_dir / name).symlink_to("../tool.py")
@@ -573,6 +567,16 @@ class JailTerminal:
     def __del__(self) -> None:
         with contextlib.suppress(Exception):  # interpreter shutdown: nothing more to do
             self.close()
+
+
+def _encode(status: int, files: list[tuple[str, bytes]], stdout: str) -> bytes:
+    """The broker's reply (see ``jail_files/tool.py``): status and file count, the files, the output."""
+    out = [f"{status} {len(files)}\n".encode()]
+    for path, data in files:
+        name = os.fsencode(path)
+        out += [f"{len(name)} {len(data)}\n".encode(), name, data]
+    out.append(stdout.encode("utf-8", "surrogateescape"))
+    return b"".join(out)
 
 
 def _processes_of(uid: int) -> int:

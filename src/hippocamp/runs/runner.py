@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from hippocamp.agents.base import Answer, Budget, Task
-from hippocamp.agents.factory import agent_factory
+from hippocamp.agents.factory import agent_factory, agent_settings
 from hippocamp.redact import redact, redact_text, remember, scrub
 from hippocamp.runs.episodes import Episode, EpisodeKey, EpisodeLog, read_episodes
 from hippocamp.runs.manifest import (
@@ -226,6 +226,7 @@ class _Session:
             "resumed": resumed,
             "config": config,
             "suite": self.suite.describe(),
+            "agent_settings": _settings_of(make_agent),
             "model": {"id": self.model_id, **model_manifest},
             "sessions": [*(recorded.get("sessions", []) if recorded else []), session],
         }
@@ -278,6 +279,14 @@ def select_tasks(tasks: list[Task], limit: int | None = None, per_type: int | No
         keep = {g[(j * len(g)) // min(per_type, len(g))] for g in groups.values() for j in range(min(per_type, len(g)))}
         tasks = [t for i, t in enumerate(tasks) if i in keep]
     return tasks[:limit] if limit else tasks
+
+
+def _settings_of(make_agent: Any) -> dict[str, Any]:
+    """The agent's budgets and settings for the manifest (an agent that cannot say: why)."""
+    try:
+        return agent_settings(make_agent())
+    except Exception as exc:  # an agent's constructor failing here fails its episodes, with their errors
+        return {"error": f"{type(exc).__name__}: {exc}"}
 
 
 async def run(

@@ -1,0 +1,51 @@
+"""The agents a run can use: ``hippocamp agents list`` shows hippocamp's and the release's eleven retrieval
+pipelines and its terminal loop, and a run's manifest keeps the agent's own budgets and the terminal it had."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from hippocamp.agents.base import Budget
+from hippocamp.cli import main
+from hippocamp.models import get_model
+from hippocamp.runs import SuiteOptions, load_suite, run
+
+RELEASE_PIPELINES = {
+    "rag-standard", "rag-self", "rag-adaptive", "rag-corrective", "rag-decomposition", "rag-graded", "rag-hybrid",
+    "rag-hyde", "rag-ircot", "rag-parent-child", "rag-vector",
+}  # fmt: skip
+
+
+def test_agents_list_shows_ours_and_the_release_s() -> None:
+    result = CliRunner().invoke(main, ["agents", "list", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = {r["name"]: r for r in json.loads(result.output)}
+    assert set(rows) >= RELEASE_PIPELINES and "terminal-release" in rows
+    assert {rows[n]["origin"] for n in [*RELEASE_PIPELINES, "terminal-release"]} == {"release"}
+    assert {"rag", "self-rag", "react", "search-r1", "terminal", "evidence"} <= set(rows)
+    assert all(r["description"] for r in rows.values())
+    assert {rows[n]["file_list"] for n in RELEASE_PIPELINES} == {"retrieved"}
+    assert rows["terminal"]["file_list"] == rows["terminal-release"]["file_list"] == "touched"
+    table = CliRunner().invoke(main, ["agents", "list"])
+    assert table.exit_code == 0 and "rag-parent-child" in table.output
+
+
+def test_the_manifest_keeps_the_agent_s_budgets_and_the_terminal(profile_dir: Path, tmp_path: Path) -> None:
+    options = SuiteOptions(ocr=False, asr=False, embed=False, store=tmp_path / "store.sqlite", workers=1,
+                           terminal="emulated")  # fmt: skip
+    suite = load_suite(profile_dir, options)
+    model = get_model("mock", outputs=["<think>x</think><answer>no idea</answer><files></files>"])
+    try:
+        asyncio.run(run(suite, "terminal", model, out=tmp_path / "run", limit=1, budget=Budget(max_steps=3)))
+    finally:
+        suite.close()
+    manifest = json.loads((tmp_path / "run/manifest.json").read_text())
+    settings = manifest["agent_settings"]
+    assert settings == {"file_list": "touched", "format_retries": 1, "max_tokens": 600, "observation_chars": 6000}
+    assert manifest["suite"]["terminal"]["setting"] == "emulated"
+    assert manifest["suite"]["terminal"]["backend"] == "emulated"
+    assert manifest["config"]["budget"]["max_steps"] == 3
