@@ -49,3 +49,19 @@ def test_the_manifest_keeps_the_agent_s_budgets_and_the_terminal(profile_dir: Pa
     assert manifest["suite"]["terminal"]["setting"] == "emulated"
     assert manifest["suite"]["terminal"]["backend"] == "emulated"
     assert manifest["config"]["budget"]["max_steps"] == 3
+
+
+def test_run_says_at_start_which_terminal_the_agent_gets(profile_dir: Path, tmp_path: Path) -> None:
+    args = ["run", "--suite", str(profile_dir), "--agent", "terminal", "--model", "mock", "--limit", "1",
+            "--no-ocr", "--no-asr", "--no-embed", "--store", str(tmp_path / "store.sqlite"), "--max-steps", "2",
+            "--out", str(tmp_path / "run")]  # fmt: skip
+    result = CliRunner().invoke(main, [*args, "--terminal", "emulated"])
+    assert result.exit_code == 0, result.output
+    assert "terminal: emulated" in result.stderr
+    manifest = json.loads((tmp_path / "run/manifest.json").read_text())
+    assert manifest["suite"]["terminal"]["backend"] == "emulated"
+    from hippocamp.envs import jail_support
+
+    if jail_support() is not None:  # asking for a jail where none can be made is a clear error, before any run
+        refused = CliRunner().invoke(main, [*args[:-1], str(tmp_path / "run2"), "--terminal", "jail"])
+        assert refused.exit_code == 2 and "--terminal" in refused.output

@@ -133,12 +133,13 @@ def test_hippocamp_convention_normalises_and_counts_every_row(tmp_path: Path) ->
     for qid in ("c04_dotslash", "c05_leading_slash", "c06_backslash", "c07_whitespace", "c13_pred_blank",
                 "c15_double_slash"):  # fmt: skip
         assert by_id[qid] == 1.0, qid  # paths normalised, a null entry no path
-    assert by_id["c08_case"] == 0.0 and by_id["c14_container_abs"] == 0.0 and by_id["c10_empty_gold"] == 0.0
+    assert by_id["c14_container_abs"] == 1.0  # the profile's mount in the release's image (and our jail)
+    assert by_id["c08_case"] == 0.0 and by_id["c10_empty_gold"] == 0.0
     assert by_id["c11_null_gold"] == 0.0  # counted, not left out
     assert by_id["c12_pred_string"] == 1.0  # a string of comma-separated paths read as those paths
-    # c01 1 + c02 .4 + c03 2/3 + c04-c07 1 x 4 + c12 1 + c13 1 + c15 1 + c16 2/3, over all 17 rows
+    # c01 1 + c02 .4 + c03 2/3 + c04-c07 1 x 4 + c12 1 + c13 1 + c14 1 + c15 1 + c16 2/3, over all 17 rows
     # (before the release conventions existed, a null entry became the path "None": .5529)
-    assert aggregate["f1_score"] == pytest.approx((8 + 0.4 + 4 / 3) / 17, abs=1e-9)
+    assert aggregate["f1_score"] == pytest.approx((9 + 0.4 + 4 / 3) / 17, abs=1e-9)  # c14 counts since #21
 
 
 def test_the_release_pieces_alone() -> None:

@@ -51,6 +51,7 @@ def test_normalize_path():
         assert normalize_path(raw) == "docs/A.pdf"
     assert normalize_path("Docs/A.PDF", casefold=True) == "docs/a.pdf"
     assert normalize_path("../x") == "../x"
+    assert normalize_path("/hippocamp/data/Docs/A.pdf") == normalize_path("hippocamp/data//Docs/A.pdf") == "Docs/A.pdf"
 
 
 def test_file_scores_hand_values():

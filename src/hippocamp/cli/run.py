@@ -141,6 +141,10 @@ def run_cmd(
 
     suite = _load(suite_spec, store_path, no_ocr, no_asr, no_embed, quiet=as_json, terminal=terminal)
     out_console = console(stderr=as_json)
+    shell = suite.describe().get("terminal")
+    if shell and "terminal" in agent:  # say at start which terminal the agent gets, and why
+        why = f" ({shell['why']})" if shell.get("why") else ""
+        console(stderr=True).print(f"terminal: {shell['backend']} ({shell['engine']}){why}")
     stops: dict[str, int] = {}
     try:
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

@@ -142,11 +142,14 @@ def prf(tp_gold: int, tp_pred: int, n_pred: int, n_gold: int, convention: Conven
 
 # -- files ---------------------------------------------------------------------------------------
 _SLASHES = re.compile(r"/{2,}")
+#: the profile's mount in the release's Docker image and in hippocamp's jail, without the first "/"
+_MOUNT = "hippocamp/data/"
 
 
 def normalize_path(path: str, casefold: bool = False) -> str:
     """``.\\\\a\\\\b.pdf`` → ``a/b.pdf``: POSIX separators, no leading ``./`` or ``/``, no doubled or
-    trailing ``/``; ``casefold`` also folds case. ``..`` is kept as written."""
+    trailing ``/``, no leading ``/hippocamp/data/`` (where the release's image and hippocamp's jail
+    mount the profile); ``casefold`` also folds case. ``..`` is kept as written."""
     text = _SLASHES.sub("/", path.strip().replace("\\", "/"))
     while True:
         if text.startswith("./"):
@@ -155,6 +158,8 @@ def normalize_path(path: str, casefold: bool = False) -> str:
             text = text[1:]
         else:
             break
+    if text.startswith(_MOUNT):
+        text = text[len(_MOUNT) :]
     text = text.rstrip("/")
     if text == ".":
         text = ""
