@@ -57,6 +57,8 @@ BUILTINS: dict[str, tuple[str, ...]] = {
         "hippocamp.agents.terminal_release",
         "hippocamp.agents.pipelines",
     ),
+    # chunkers: how the indexer re-cuts a file's segments (`hippocamp index --chunker`)
+    "chunker": ("hippocamp.store.chunking",),
     # stories are told in this order, which is part of a synthetic profile's bytes
     "story": (
         "hippocamp.synth.stories.lease",

@@ -45,6 +45,16 @@ def _open_store(profile: Path, store_path: Path | None, create: bool):  # type: 
         fail(str(exc))
 
 
+def _chunker_option(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    """A chunker spec, checked and written canonically (``recursive`` -> ``recursive:512:0``)."""
+    from hippocamp.store.chunking import ChunkerError, parse_chunker
+
+    try:
+        return parse_chunker(value).spec
+    except ChunkerError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
 @click.command("index")
 @PROFILE
 @STORE
@@ -68,6 +78,13 @@ def _open_store(profile: Path, store_path: Path | None, create: bool):  # type: 
 @click.option("--in-process", is_flag=True,
               help="Read in this process, without the workers' time and memory limits (trusted files).")  # fmt: skip
 @click.option("--rebuild", is_flag=True, help="Delete the store first and index everything anew.")
+@click.option("--chunker", default="native", show_default=True, callback=_chunker_option,
+              help="How segments are cut before they are stored: native (as the readers made them), "
+              "release[:MAX:MIN] (the HippoCamp release's shipped default, its structural chunker; 1000:200), "
+              "recursive[:SIZE:OVERLAP] (the release's recursive chunker; default 512:0), "
+              "semantic[:THRESHOLD] (hippocamp's: sentences grouped while the embedder finds them similar; "
+              "default 0.2; needs embeddings). "
+              "Indexing with another chunker reads and chunks every file again.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def index(
     profile: Path,
@@ -85,6 +102,7 @@ def index(
     memory_limit: int,
     in_process: bool,
     rebuild: bool,
+    chunker: str,
     as_json: bool,
 ) -> None:
     """Index PROFILE: read new and changed files into its store, drop vanished ones, embed segments.
@@ -98,7 +116,11 @@ def index(
     from hippocamp.perceive.base import PerceiveOptions
     from hippocamp.perceive.wall import ReadLimits
     from hippocamp.store import IndexOptions, index_profile
+    from hippocamp.store.chunking import ChunkerError, parse_chunker
 
+    if no_embed and parse_chunker(chunker).needs_embedder:
+        raise click.BadParameter(f"{chunker} needs the embedder; drop --no-embed or choose recursive or native",
+                                 param_hint="'--chunker'")  # fmt: skip
     if rebuild:
         from hippocamp.store import default_store_path
 
@@ -111,7 +133,7 @@ def index(
     limits = ReadLimits(seconds=time_limit, seconds_per_mb=time_per_mb, memory_mb=memory_limit)
     options = IndexOptions(
         perceive=perceive, embed=not no_embed, embedder=embedder, gold_dir=gold_dir, retry_failed=retry_failed,
-        isolate=not in_process, limits=limits, **kwargs,
+        isolate=not in_process, limits=limits, chunker=chunker, **kwargs,
     )  # fmt: skip
     out = console(stderr=as_json)
     with Progress(
@@ -127,6 +149,8 @@ def index(
 
         try:
             report = index_profile(root, store, options, progress)
+        except ChunkerError as exc:
+            fail(f"--chunker: {exc}")
         except KeyboardInterrupt:
             out.print("[yellow]interrupted: what was read is saved; run again to continue[/]")
             sys.exit(130)

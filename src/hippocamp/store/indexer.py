@@ -2,7 +2,8 @@
 
 ``index_profile`` walks the profile (never following symlinks out of it), compares every file with
 the store by size and mtime and, when those changed, by sha256; reads only new and changed files, in
-parallel worker processes; removes vanished files; and finally embeds segments that have no vector
+parallel worker processes; re-cuts each file's segments with the index's chunker (`IndexOptions.chunker`,
+see `hippocamp.store.chunking`); removes vanished files; and finally embeds segments that have no vector
 yet. Each file is committed with its segments in one transaction, so an interrupted run leaves a
 consistent store and the next run continues. Every failure is recorded with its reason and the run
 goes on.
@@ -18,6 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -28,9 +30,13 @@ from hippocamp.perceive.base import PerceiveOptions
 from hippocamp.perceive.run import FileResult, perceive_file, reader_for
 from hippocamp.perceive.wall import ReaderPool, ReadLimits, shippable_readers
 from hippocamp.schema.filetypes import extension, modality_of
+from hippocamp.store.chunking import DEFAULT_CHUNKER, Chunker, ChunkerError, chunker_identity, parse_chunker
 from hippocamp.store.db import Store
 from hippocamp.store.gold import GoldIndex
 from hippocamp.text.names import shown_name
+
+if TYPE_CHECKING:
+    from hippocamp.models.embedding import Embedder
 
 __all__ = ["IndexOptions", "IndexReport", "Progress", "index_profile", "walk_profile"]
 
@@ -60,6 +66,10 @@ class IndexOptions:
     isolate: bool = True
     #: the wall's limits per file
     limits: ReadLimits = field(default_factory=ReadLimits)
+    #: how segments are re-cut before they are stored: ``native`` (as read), ``recursive[:SIZE:OVERLAP]``
+    #: or ``semantic[:THRESHOLD]`` (needs the embedder); part of the index's identity: indexing with
+    #: another chunker reads and chunks every file again (see `hippocamp.store.chunking`)
+    chunker: str = DEFAULT_CHUNKER
 
 
 @dataclass
@@ -76,6 +86,8 @@ class IndexReport:
     notes: list[tuple[str, str]] = field(default_factory=list)
     seconds: float = 0.0
     embedder: str | None = None
+    #: the chunker the store's segments were cut with (its spec, and the embedder's id when it embeds)
+    chunker: str = DEFAULT_CHUNKER
 
 
 @dataclass(frozen=True)
@@ -149,13 +161,16 @@ def _unique_names(entries: list[Entry]) -> list[Entry]:
     return out
 
 
-def signature(rel: str, options: PerceiveOptions, gold: bool = False) -> str:
-    """What a file's segments depend on besides its bytes: the reader of its type, hippocamp's version
-    and the perception options. A file whose signature changed is read again even if unchanged."""
+def signature(rel: str, options: PerceiveOptions, gold: bool = False, chunker: str = DEFAULT_CHUNKER) -> str:
+    """What a file's segments depend on besides its bytes: the reader of its type, hippocamp's version,
+    the perception options and the chunker (`chunker_identity`; the native one adds nothing, so stores
+    made before chunkers keep their files). A file whose signature changed is read again even if
+    unchanged."""
+    chunking = "" if chunker == DEFAULT_CHUNKER else f"|chunker={chunker}"
     if gold:
-        return f"gold|{__version__}"
+        return f"gold|{__version__}{chunking}"
     reader = reader_for(extension(rel))
-    return f"{reader.name if reader else '-'}|{__version__}|{_options_digest(options)}"
+    return f"{reader.name if reader else '-'}|{__version__}|{_options_digest(options)}{chunking}"
 
 
 @functools.lru_cache(maxsize=16)
@@ -188,15 +203,16 @@ def _chunks(entries: list[Entry], workers: int) -> list[list[Entry]]:
 class _Signatures:
     """`signature` worked out once per file type within a run (it depends on the type, not the name)."""
 
-    def __init__(self, options: PerceiveOptions) -> None:
+    def __init__(self, options: PerceiveOptions, chunker: str = DEFAULT_CHUNKER) -> None:
         self.options = options
+        self.chunker = chunker
         self.by_type: dict[tuple[str, bool], str] = {}
 
     def __call__(self, rel: str, gold: bool = False, ext: str | None = None) -> str:
         key = (extension(rel) if ext is None else ext, gold)
         sig = self.by_type.get(key)
         if sig is None:
-            sig = self.by_type[key] = signature(rel, self.options, gold)
+            sig = self.by_type[key] = signature(rel, self.options, gold, self.chunker)
         return sig
 
 
@@ -206,11 +222,22 @@ def index_profile(
     options: IndexOptions | None = None,
     progress: Progress | None = None,
 ) -> IndexReport:
-    """Bring ``store`` up to date with the files under ``root``; returns what was done."""
+    """Bring ``store`` up to date with the files under ``root``; returns what was done.
+
+    Raises `ChunkerError` before anything changes when ``options.chunker`` cannot be used (a bad spec,
+    or a chunker that needs an embedder with embeddings off or none installed)."""
     options = options or IndexOptions()
     progress = progress or (lambda *_: None)
     start = time.perf_counter()
     report = IndexReport()
+    chunker, chunk_embedder = _chunker_for(options)
+    report.chunker = chunker_identity(chunker, chunk_embedder)
+    stored = store.get_meta("chunker")  # a store made before chunkers has none: native
+    before = stored or DEFAULT_CHUNKER
+    if before != report.chunker and store.counts()["files"]:
+        report.notes.append(("(chunker)", f"chunked with {before}, now {report.chunker}: every file is read again"))
+    if stored != report.chunker:
+        store.set_meta("chunker", report.chunker)  # files' signatures carry it too: no file keeps old chunks
     entries = walk_profile(root)
     report.scanned = len(entries)
     known = store.files()  # keyed by the name as shown (a name of any bytes is stored escaped, and raw)
@@ -219,7 +246,7 @@ def index_profile(
     report.removed = store.remove_files(vanished)
     gold = GoldIndex.load(options.gold_dir) if options.gold_dir else None
 
-    sign = _Signatures(options.perceive)
+    sign = _Signatures(options.perceive, report.chunker)
     todo: list[Entry] = []
     for i, entry in enumerate(entries):
         progress("scan", i + 1, len(entries), shown_name(entry.rel))
@@ -265,6 +292,7 @@ def index_profile(
 
     def record(entry: Entry, result: FileResult) -> None:
         sig = sign(entry.rel, result.reader == "gold", result.info.type if result.info is not None else None)
+        result = _chunked(result, chunker, chunk_embedder)
         pending.append((result, entry.mtime_ns, entry.size, sig))
         if len(pending) >= COMMIT_FILES or time.monotonic() - last_flush >= COMMIT_SECONDS:
             flush()
@@ -302,6 +330,37 @@ def index_profile(
             report.notes.append(("(embeddings)", f"no embedder, BM25 search only: {exc}"))
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _chunker_for(options: IndexOptions) -> tuple[Chunker, Embedder | None]:
+    """The chunker of ``options`` and, when it needs one, the index's embedder (checked now, so a run
+    that cannot chunk stops before it changes anything)."""
+    chunker = parse_chunker(options.chunker)
+    if not chunker.needs_embedder:
+        return chunker, None
+    if not options.embed:
+        raise ChunkerError(
+            f"chunker {chunker.spec!r} needs an embedder, and embeddings are off: index with embeddings"
+            " (no --no-embed), or choose --chunker recursive"
+        )
+    from hippocamp.models.embedding import get_embedder
+
+    try:
+        return chunker, get_embedder(options.embedder)
+    except ModelNotAvailableError as exc:
+        raise ChunkerError(f"chunker {chunker.spec!r} needs an embedder: {exc}") from None
+
+
+def _chunked(result: FileResult, chunker: Chunker, embedder: Embedder | None) -> FileResult:
+    """``result`` with its segments re-cut; a file that cannot be chunked is recorded as failed, with
+    the reason (its old chunks are not kept, so the store never mixes chunkers)."""
+    if not result.segments or chunker.spec == DEFAULT_CHUNKER:
+        return result
+    try:
+        return replace(result, segments=chunker.chunk(result.segments, embedder))
+    except Exception as exc:  # an embedder or plug-in failing on one file: the run goes on
+        reason = f"could not be chunked ({chunker.spec}): {type(exc).__name__}: {exc}"
+        return replace(result, status="failed", segments=[], reason=reason)
 
 
 def _skipped(entry: Entry) -> FileResult:
