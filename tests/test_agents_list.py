@@ -9,6 +9,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from hippocamp import registry
 from hippocamp.agents.base import Budget
 from hippocamp.cli import main
 from hippocamp.models import get_model
@@ -21,13 +22,19 @@ RELEASE_PIPELINES = {
 
 
 def test_agents_list_shows_ours_and_the_release_s() -> None:
+    @registry.register("agent", "test-undocumented")
+    class Undocumented:  # other tests register agents like this one: the list must still show them
+        pass
+
     result = CliRunner().invoke(main, ["agents", "list", "--json"])
     assert result.exit_code == 0, result.output
     rows = {r["name"]: r for r in json.loads(result.output)}
     assert set(rows) >= RELEASE_PIPELINES and "terminal-release" in rows
     assert {rows[n]["origin"] for n in [*RELEASE_PIPELINES, "terminal-release"]} == {"release"}
     assert {"rag", "self-rag", "react", "search-r1", "terminal", "evidence"} <= set(rows)
-    assert all(r["description"] for r in rows.values())
+    builtin = [*RELEASE_PIPELINES, "terminal-release", "rag", "self-rag", "react", "search-r1", "terminal", "evidence"]
+    assert all(rows[n]["description"] and "no description" not in rows[n]["description"] for n in builtin)
+    assert all(r["description"] for r in rows.values())  # a plugin without a docstring still gets a line
     assert {rows[n]["file_list"] for n in RELEASE_PIPELINES} == {"retrieved"}
     assert rows["terminal"]["file_list"] == rows["terminal-release"]["file_list"] == "touched"
     table = CliRunner().invoke(main, ["agents", "list"])

@@ -97,6 +97,7 @@ def describe_agents() -> list[dict[str, Any]]:
         doc = (getattr(obj, "__doc__", None) or "").strip().splitlines()
         module = getattr(obj, "__module__", "") or ""
         origin = "release" if ("pipelines" in module or name == "terminal-release") else "hippocamp"
+        where = f"{module}.{getattr(obj, '__qualname__', type(obj).__name__)}"
         rows.append({"name": name, "origin": origin, "file_list": getattr(obj, "file_list", "cited"),
-                     "description": doc[0].rstrip(".") if doc else ""})  # fmt: skip
+                     "description": doc[0].rstrip(".") if doc else f"(no description: {where})"})  # fmt: skip
     return sorted(rows, key=lambda r: (r["origin"] != "hippocamp", r["name"]))
