@@ -25,6 +25,7 @@ LAYERS = [
     "dataset",
     "perceive",
     "validate",
+    "build",
     "store",
     "envs",
     "agents",

@@ -51,6 +51,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "quickstart": ("hippocamp.cli.quickstart", "quickstart", "Synthetic profile, two agents, scores, report."),
     "import": ("hippocamp.cli.importers", "import_group", "Import a HippoCamp release or FinanceBench."),
     "run": ("hippocamp.cli.run", "run_cmd", "Run an agent over a suite's tasks into a resumable run directory."),
+    "build": (
+        "hippocamp.cli.build",
+        "build_group",
+        "Build a benchmark profile from real files (anonymized, reviewed).",
+    ),
     "ask": ("hippocamp.cli.run", "ask", "Ask one question about a profile's files; the answer with its sources."),
 }
 
