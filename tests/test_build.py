@@ -29,6 +29,7 @@ EMAILS = ["mira.lindqvist@lindqvist-studio.se", "kofi.mensah@gmail.com", "t.ferr
 PHONES = ["+1 415 555 0142", "+44 20 7946 0958", "(212) 555-0187"]
 ADDRESSES = ["42 Larchmont Street", "7 Quayside Terrace"]
 IBANS = ["GB82 WEST 1234 5698 7654 32", "DE89 3704 0044 0532 0130 00"]
+HOSTILE = '<img src=x onerror="alert(1)">'
 ARTIFACTS = [".DS_Store", "Documents/.DS_Store", "Thumbs.db", "Documents/~$Budget notes.docx",
              ".Trash/old notes.txt", "Documents/.~lock.Budget notes.docx#", "node_modules/left-pad/index.js",
              "__MACOSX/Pictures/._IMG_0001.jpg", "Notes/.swap.md.swp", "Downloads/setup.crdownload"]  # fmt: skip
@@ -138,6 +139,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
         essay.replace("JavaScript", "Javascript", 1) + "\n(copied)\n", encoding="utf-8"
     )
     (source / "Documents/broken.docx").write_bytes(b"PK\x03\x04 this is not a zip at all")
+    (source / "Notes" / f"{HOSTILE}.txt").write_text("a note with a hostile name\n", encoding="utf-8")
     before = {p.relative_to(source).as_posix(): p.read_bytes() for p in source.rglob("*") if p.is_file()}
     config = BuildConfig(name="Casey", questions=base / "synth" / f"{synth.name}.json", secret=b"k" * 32,
                          screen=ScreenConfig(min_files=40, min_days=60, min_corroborated=2))  # fmt: skip
@@ -263,3 +265,37 @@ def test_rerunning_resumes_and_a_failed_screen_stops(built: dict, tmp_path: Path
     result = CliRunner().invoke(main, ["build", "run", str(built["source"]), "--work", str(tmp_path / "cli"),
                                        "--min-files", "40", "--min-days", "60", "--force"])  # fmt: skip
     assert result.exit_code == 0, result.output
+
+
+@pytest.mark.slow
+def test_the_review_page_renders_in_a_real_browser(built: dict, tmp_path: Path) -> None:  # type: ignore[type-arg]
+    """The contributor's page opens in headless Chromium without a console error, shows every section,
+    and a file named like markup stays text."""
+    import subprocess
+
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    if not os.access(chromium, os.X_OK):
+        if os.environ.get("HIPPOCAMP_REQUIRE_MODELS") == "1":
+            pytest.fail("required here: the chromium program (Debian package chromium)")
+        pytest.skip("needs the chromium program (Debian package chromium)")
+    url = (built["work"] / "06-review.html").resolve().as_uri()
+    command = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+               "--disable-background-networking", "--disable-component-update", "--disable-sync",
+               f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",
+               "--dump-dom", url]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=180, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    console = [line for line in done.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
+    assert not console, console
+    dom = done.stdout
+    for heading in (
+        "1. Screening",
+        "2. Removed files",
+        "3. Replacements",
+        "4. Residual",
+        "5. Coherence",
+        "6. The tree",
+    ):
+        assert heading in dom
+    assert "<img" not in dom and "&lt;img src=x" in dom
+    assert "Documents/broken.docx" in dom and "Thumbs.db" in dom

@@ -23,7 +23,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hippocamp.build.pii import _ORG_HINTS, _ORG_WORDS, _STOP_CAPS, Detector, Finding, given_names, is_ambiguous_word
+from hippocamp.build.pii import (
+    _ORG_HINTS,
+    _ORG_WORDS,
+    _STOP_CAPS,
+    _STREET_WORDS,
+    Detector,
+    Finding,
+    given_names,
+    is_ambiguous_word,
+)
 from hippocamp.build.pseudonyms import PUBLIC_MAIL_DOMAINS, Pseudonyms, match_case
 from hippocamp.build.rewrite import Edit
 
@@ -33,8 +42,10 @@ _NAME_SOURCES_STRONG = {"display-name", "titled", "given-name", "surname-given",
 _TITLES = {"mr", "mrs", "ms", "mx", "miss", "dr", "prof", "professor", "sir", "dame", "rev", "fr", "judge", "hon"}
 _WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
 _LETTERS = re.compile(r"[^\W\d_]+")
-_CAMEL = re.compile(r"[A-Z][a-z]+")
+# the parts of a camel-cased word: "priyaRaman", "PriyaRaman", "PRIYARaman"
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+")
 _ORG_WORD = re.compile(_ORG_WORDS)
+_STREET_WORD = re.compile(rf"(?<=\s){_STREET_WORDS}(?![A-Za-z])")
 
 
 # identifiers found in pass 1 that are replaced wherever their exact text recurs, found or not
@@ -291,10 +302,14 @@ class Anonymizer:
         out = []
         for i, part in enumerate(parts):
             stem, dot, ext = part.rpartition(".") if i == len(parts) - 1 and "." in part[1:] else (part, "", "")
-            new = self.apply(stem.replace("_", " ")) if stem else stem
-            # names in file names use the file's separators, not spaces
-            if "_" in stem and " " not in stem:
-                new = new.replace(" ", "_")
+            # the stem is read with its underscores as spaces (same offsets), and only what the edits replace
+            # changes: a replacement uses the file's separators, the rest of the name keeps its own
+            pieces, last = [], 0
+            for e in self.edits(stem.replace("_", " ")):
+                repl = e.new.replace(" ", "_") if "_" in stem[e.start : e.end] or " " not in stem else e.new
+                pieces += [stem[last : e.start], repl]
+                last = e.end
+            new = "".join(pieces) + stem[last:]
             out.append(f"{new}{dot}{ext}" if dot else new)
         return "/".join(out)
 
@@ -383,14 +398,16 @@ class Anonymizer:
             return p.identifier(text)
         number = p._digits("house", m.group(1))
         rest = m.group(3)
-        # the street name's words (before the street word) become a pseudonym street name; the rest keeps
-        # its words, with post codes' digits replaced
-        street, _, tail = rest.partition(",")
-        words = street.split()
-        if len(words) >= 2:
-            words = [p.word(" ".join(words[:-1]), "street"), words[-1]]
-        tail = re.sub(r"\d", lambda d: str((int(d.group(0)) + p._hash("zip", text)) % 10), tail)
-        return f"{number}{m.group(2)}{' '.join(words)}{',' if _ else ''}{tail}"
+        # the street's name (the words before the street word) becomes a pseudonym street name, the same with
+        # or without a unit after it; the rest keeps its words (street word, unit, city, state), with the
+        # digits of units and post codes replaced
+        word = _STREET_WORD.search(rest)
+        name, tail = (rest[: word.start()], rest[word.start() :]) if word else ("", rest)
+        if name.strip():
+            name = p.word(" ".join(name.split()), "street") + name[len(name.rstrip()) :]
+        shift = 1 + p._hash("zip", text) % 9  # never 0: that would keep the post code
+        tail = re.sub(r"\d", lambda d: str((int(d.group(0)) + shift) % 10), tail)
+        return f"{number}{m.group(2)}{name}{tail}"
 
     def _org(self, text: str) -> str:
         """Each distinctive word replaced (``Hotel Meridia`` -> ``Hotel Juniper``, ``University of Leeds`` ->

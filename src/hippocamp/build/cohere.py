@@ -5,6 +5,8 @@
   compared through the files' own times, which the build never changes.
 - **identity**: one pseudonym per entity and one entity per pseudonym (no collision), and no pseudonym
   that is also a name found in the source (it would merge two people).
+- **identity** also: a question whose evidence is an image, a recording or a video that still shows or
+  says an identifier its rewritten texts no longer do (pixels and speech are not rewritten).
 - **references**: a question citing a file that is not released; a file name that an output's text
   mentions which existed in the source but is not in the release under that name (removed, or renamed
   without the mention following).
@@ -45,6 +47,8 @@ def check(
     questions: list[dict[str, Any]] | None,
     removed: Mapping[str, str],
     mentions: Mapping[str, list[str]] | None = None,
+    media: Mapping[str, list[str]] | None = None,
+    original_questions: list[dict[str, Any]] | None = None,
 ) -> list[Violation]:
     """All violations; ``released`` maps source paths to released paths, ``removed`` source paths to why."""
     out: list[Violation] = []
@@ -82,6 +86,22 @@ def check(
             out.append(Violation("references", f"question {record.get('id')} cites files that are not released",
                                  missing))  # fmt: skip
 
+    # a question whose evidence is in pixels or speech that still say an identifier the texts no longer say
+    if media and questions and original_questions:
+        back = {new: src for src, new in released.items()}
+        for old, new_record in zip(original_questions, questions, strict=False):
+            said = " ".join(_texts(old)).lower()
+            says = " ".join(_texts(new_record)).lower()
+            for path in {
+                str(e.get("file_path") or "") for e in new_record.get("evidence") or [] if isinstance(e, dict)
+            }:
+                stale = sorted({t for t in media.get(back.get(path, ""), []) if t.lower() in said
+                                and t.lower() not in says})  # fmt: skip
+                if stale:
+                    out.append(Violation("identity", f"question {new_record.get('id')}: its evidence in {path} "
+                                         f"still shows or says {', '.join(stale)}, which the texts no longer do "
+                                         "(re-record or remove the file, or drop the question)", [path]))  # fmt: skip
+
     if mentions:
         source_names = {p.rsplit("/", 1)[-1].lower() for p in [*released, *removed]}
         released_names = {p.rsplit("/", 1)[-1].lower() for p in released_paths}
@@ -90,6 +110,12 @@ def check(
             if broken:
                 out.append(Violation("references", f"mentions {', '.join(broken)}, which the release does not "
                                                    "hold under that name", [new]))  # fmt: skip
+    return out
+
+
+def _texts(record: dict[str, Any]) -> list[str]:
+    out = [str(record.get("question") or ""), str(record.get("answer") or "")]
+    out += [str(e.get("evidence_text") or "") for e in record.get("evidence") or [] if isinstance(e, dict)]
     return out
 
 

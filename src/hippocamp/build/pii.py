@@ -12,6 +12,10 @@
   ``HANDLE`` (``@name``), ``ID`` (an identifier after a word that says so: passport, account, member,
   policy, patient, employee, licence...), ``GPS`` (a decimal latitude, longitude pair).
 
+Amounts, dates and times are evidence that benchmark questions ask about: a date (``2024-06-01``,
+``03.06.2024``, ``20240601``) or a span of years is never an ``ID`` or a ``PHONE``, whatever label stands
+before it (`is_date_like`).
+
 No English NER model installs from a package here (spaCy's trained pipelines download from GitHub), so
 Presidio runs over spaCy's blank English tokenizer, and people are found by rules hippocamp measures
 (`bench/build.py`): a title and a capitalised word (``Dr. Okafor``); a known given name followed by
@@ -30,18 +34,19 @@ from __future__ import annotations
 
 import functools
 import importlib
+import itertools
 import logging
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["KINDS", "Detector", "Finding", "given_names", "is_ambiguous_word"]
+__all__ = ["KINDS", "Detector", "Finding", "given_names", "is_ambiguous_word", "is_date_like"]
 
 KINDS = ("PERSON", "EMAIL", "PHONE", "ADDRESS", "IBAN", "CARD", "ID", "HANDLE", "ORG", "URL", "IP", "SSN", "GPS")
 
 # kinds that win an overlap, most specific first
-_ORDER = ("EMAIL", "IBAN", "CARD", "SSN", "URL", "GPS", "ADDRESS", "ID", "PHONE", "IP", "HANDLE", "PERSON", "ORG")
+_ORDER = ("EMAIL", "IBAN", "CARD", "SSN", "URL", "GPS", "ADDRESS", "ID", "IP", "PHONE", "HANDLE", "PERSON", "ORG")
 _PRIORITY = {k: i for i, k in enumerate(_ORDER)}
 
 _PRESIDIO_KINDS = {
@@ -63,7 +68,8 @@ _AMBIGUOUS = set(
     skip star sterling stone storm tanner terry van ward wade west wood young bay cliff crystal destiny
     eve fern hazel heather iris jade jasmine laurel olive poppy river sky violet willow angel august
     bond bush cash clay cole cross dale day duke fox gay gill ho le ma min park pope power ross say sharp
-    short small strong swift tan tom wolf via cam al ben can bo may-be""".split()
+    short small strong swift tan tom wolf via cam al ben can bo may-be my us said amber ruby daisy lucky junior
+    christian""".split()
 )
 _TITLES = r"(?:Mr|Mrs|Ms|Mx|Miss|Dr|Prof|Professor|Sir|Dame|Rev|Fr|Judge|Hon)"
 _GREETINGS = r"(?:Hi|Hello|Hey|Dear|Thanks|Thank you|Cheers|Best|Regards|Love|Yours|Sincerely|Warmly|Ciao|Bye)"
@@ -134,9 +140,40 @@ def given_names() -> frozenset[str]:
     return frozenset(names)
 
 
+# interjections and chat words that start a sentence before a name ("Wow, Caroline!", "Congrats, Jon")
+_INTERJECTIONS = set(
+    """wow woah whoa cool yeah yep yup yes no nope ok okay thanks thank thx congrats congratulations hey hi hello
+    bye awesome sure agreed absolutely definitely nice great gotcha oh ah aw aww haha lol omg sorry please well
+    right exactly totally amazing wonderful true indeed alright hmm um uh welcome cheers love bravo fantastic
+    perfect brilliant lovely sweet dear morning evening night afternoon sounds good glad happy ugh yikes damn
+    gosh hooray yay whew phew oops argh shh psst meh nah sup howdy hiya goodbye farewell""".split()
+)
+
+
+@functools.cache
+def common_words() -> frozenset[str]:
+    """Lower-cased ordinary English words: Faker's English word list (~1,000 common words), spaCy's English
+    stop words, interjections and the ambiguous name words. A name finder's rule that would make one of
+    them a name part does not fire, and a learned name part that is one is replaced only capitalised."""
+    words = set(_AMBIGUOUS) | _INTERJECTIONS
+    try:
+        from faker.providers.lorem.en_US import Provider as Lorem
+
+        words |= {w.lower() for w in Lorem.word_list}
+    except ImportError:
+        pass
+    try:
+        from spacy.lang.en.stop_words import STOP_WORDS
+
+        words |= {w.lower() for w in STOP_WORDS}
+    except ImportError:
+        pass
+    return frozenset(words)
+
+
 def is_ambiguous_word(token: str) -> bool:
-    """True for name parts that are also ordinary English words (``May``, ``Will``, ``Brown``)."""
-    return token.lower() in _AMBIGUOUS
+    """True for name parts that are also ordinary English words (``May``, ``Will``, ``Brown``, ``Summer``)."""
+    return token.lower() in common_words()
 
 
 def _known_given(token: str) -> bool:
@@ -146,12 +183,15 @@ def _known_given(token: str) -> bool:
 # --- hippocamp's recognizers, as plain functions over the text -------------------------------------------
 
 
-_RE_TITLED = re.compile(rf"\b{_TITLES}\.?\s+((?:{_CAP}\s+)?{_CAP})")
-_RE_CAPSEQ = re.compile(rf"\b{_CAP}(?:\s+(?:[A-Z]\.\s+)?{_CAP}){{1,3}}")
-_RE_LAST_FIRST = re.compile(rf"\b({_CAP}),\s+({_CAP})\b")
-_RE_DISPLAY = re.compile(rf"(?:\"|')?\b({_CAP}(?:\s+(?:[A-Z]\.\s*)?{_CAP}){{0,3}})(?:\"|')?\s*<[^<>@\s]+@[^<>\s]+>")
+_RE_TITLED = re.compile(rf"\b{_TITLES}\.?\s+((?:{_CAP}[ \t]+)?{_CAP})")
+_RE_CAPSEQ = re.compile(rf"\b{_CAP}(?:[ \t]+(?:[A-Z]\.[ \t]+)?{_CAP}){{1,3}}")
+_RE_LAST_FIRST = re.compile(rf"\b({_CAP}),[ \t]+({_CAP})\b")
+_RE_DISPLAY = re.compile(
+    rf"(?:\"|')?\b({_CAP}(?:[ \t]+(?:[A-Z]\.[ \t]*)?{_CAP}){{0,3}})(?:\"|')?[ \t]*<[^<>@\s]+@[^<>\s]+>"
+)
 _RE_GREETING = re.compile(rf"\b{_GREETINGS}[ ,]+({_CAP})\b")
-_RE_SIGNOFF = re.compile(rf"^[-–—~ ]*({_CAP})(?:\s+{_CAP})?\s*$", re.M)
+_RE_SIGNOFF = re.compile(rf"^[-–—~ \t]*({_CAP})((?:[ \t]+{_CAP})?)[ \t]*\r?$", re.M)
+_RE_GREETING_WORD = re.compile(rf"{_GREETINGS}|Kind|Regards|Wishes")
 _RE_AFTER_SIGNOFF = re.compile(
     rf"\b(?:Thanks|Thank you|Cheers|Best|Best wishes|Regards|Kind regards|Love|Sincerely|Warmly|Yours),?[ \t]*\r?\n"
     rf"[ \t]*({_CAP}(?:[ \t]+{_CAP})?)[ \t]*(?:\r?\n|$)"
@@ -159,21 +199,51 @@ _RE_AFTER_SIGNOFF = re.compile(
 _RE_ADDRESS = re.compile(
     rf"\b\d{{1,5}}[A-Za-z]?,?\s+(?:{_CAP}\s+){{0,3}}{_CAP}\s+{_STREET_WORDS}(?![A-Za-z])"
     rf"(?:,?\s+(?:Apt|Apartment|Unit|Suite|Flat|#)\.?\s*\w+)?"
-    rf"(?:,\s+{_CAP}(?:\s+{_CAP}){{0,2}}(?:,?\s+[A-Z]{{2}})?(?:\s+\d{{5}}(?:-\d{{4}})?)?)?"
-    rf"(?:,?\s+[A-Z]{{1,2}}\d[A-Z\d]?\s+\d[A-Z]{{2}})?"
+    rf"(?:,\s+{_CAP}(?:\s+{_CAP}){{0,2}}(?:,?\s+[A-Z]{{2}}\b)?(?:\s+\d{{5}}(?:-\d{{4}})?)?)?"
+    rf"(?:,?\s+[A-Z]{{1,2}}\d[A-Z\d]?\s+\d[A-Z]{{2}}\b)?"
 )
-_RE_ORG = re.compile(rf"\b(?:{_CAP}|[A-Z]{{2,}})(?:[ &]+(?:{_CAP}|[A-Z]{{2,}}|&|of)){{0,4}}\s+{_ORG_WORDS}\b\.?")
+_RE_ORG = re.compile(
+    rf"\b(?:{_CAP}|[A-Z]{{2,}})(?:[ &]+(?:{_CAP}|[A-Z]{{2,}}|&|of)){{0,4}}(?<!\bof)\s+{_ORG_WORDS}(?!\w)"
+    r"(?:(?:(?<=Inc)|(?<=Ltd)|(?<=Corp))\.)?"
+)
 _RE_UNIVERSITY = re.compile(rf"\b(?:University|College|Bank|Institute) of (?:{_CAP})(?:\s+{_CAP}){{0,2}}")
 _RE_HANDLE = re.compile(r"(?<![\w@.])@[A-Za-z0-9_](?:[A-Za-z0-9_.]{1,28}[A-Za-z0-9_])\b")
 _RE_ID = re.compile(
     rf"(?i:\b{_ID_WORDS})(?:\s+(?i:number|no\.?|num|#|id|code))?\s*[:#]?\s*"
     r"((?=[A-Z0-9-]*\d[A-Z0-9-]*\d[A-Z0-9-]*\d)[A-Z0-9][A-Z0-9-]{4,22}[A-Z0-9])\b"
 )
-_RE_GPS = re.compile(r"(?<![\d.])(-?\d{1,2}\.\d{4,}),\s*(-?\d{1,3}\.\d{4,})(?!\d)(?!\.\d)")
+# a pair, not two values of a longer list of decimals ("rates 1.0834, 1.2712, 0.8571")
+_RE_GPS = re.compile(r"(?<![\d.])(?<!\d,)(?<!\d, )(-?\d{1,2}\.\d{4,}),\s*(-?\d{1,3}\.\d{4,})(?!\d)(?!\.\d)(?!,\s*-?\d)")
+# a calendar date (ISO, day-month-year either way round, compact), with or without a time, or a span of years:
+# never an identifier or a phone number, however it is labelled
+_RE_DATE = re.compile(
+    r"(?P<y>(?:19|20)\d\d)(?P<s>[-/.]?)(?P<m>\d\d?)(?P=s)(?P<d>\d\d?)(?:[T ]\d\d?(?::\d\d){0,2})?"
+    r"|(?P<a>\d\d?)(?P<t>[-/.])(?P<b>\d\d?)(?P=t)(?:(?:19|20)?\d\d)(?:[T ]\d\d?(?::\d\d){0,2})?"
+    r"|(?:19|20)\d\d[-/](?:19|20)\d\d"
+)
+_RE_QUAD = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}")  # an IP address or a net mask, not a phone number
 _RE_PROFILE_URL = re.compile(
     r"(?i)\b(?:https?://)?(?:www\.)?(?:linkedin\.com/in|github\.com|twitter\.com|x\.com|instagram\.com|"
     r"facebook\.com|tiktok\.com/@|medium\.com/@|youtube\.com/@)/?([A-Za-z0-9_.-]{2,60})"
 )
+
+
+def is_date_like(value: str) -> bool:
+    """True for a date (``2024-06-01``, ``03.06.2024``, ``20240601``, ``2024-06-01T18``) or a span of years
+    (``1999-2024``): evidence that the build must keep, never an identifier or a phone number."""
+    v = value.strip()
+    m = _RE_DATE.match(v)
+    if m is None or v[m.end() : m.end() + 1].isdigit():
+        return False
+    if m.group("y"):
+        month, day = m.group("m"), m.group("d")
+        if not m.group("s") and (len(month), len(day)) != (2, 2):
+            return False
+        return 1 <= int(month) <= 12 and 1 <= int(day) <= 31
+    if m.group("a"):
+        low, high = sorted((int(m.group("a")), int(m.group("b"))))
+        return low >= 1 and low <= 12 and high <= 31
+    return True
 
 
 def _person_spans(text: str) -> Iterable[tuple[int, int, float, str]]:
@@ -187,28 +257,26 @@ def _person_spans(text: str) -> Iterable[tuple[int, int, float, str]]:
         if len(words) >= 2 or _known_given(words[0]):
             yield m.start(1), m.end(1), 0.9, "display-name"
     for m in _RE_CAPSEQ.finditer(text):
-        words = m.group(0).split()
-        start = m.start()
-        # find the first known given name in the run; the name is it and the capitalised words after it
-        for i, w in enumerate(words):
+        run = list(re.finditer(r"\S+", m.group(0)))
+        # find the first known given name in the run; the name is it and the capitalised words after it, up to
+        # the first word that is never a name ("Priya Raman Meeting Notes")
+        for i, word in enumerate(run):
+            w = word.group(0)
             if w.rstrip(".") in _STOP_CAPS:
                 continue
-            if _known_given(w) and i + 1 < len(words):
-                rest = [x for x in words[i + 1 :] if x not in _STOP_CAPS]
-                tail = words[i + 1 : i + 1 + len(rest)] if rest == words[i + 1 : i + 1 + len(rest)] else []
+            if _known_given(w) and i + 1 < len(run):
+                tail = list(itertools.takewhile(lambda x: x.group(0) not in _STOP_CAPS, run[i + 1 :]))
                 if not tail:
                     break
-                if is_ambiguous_word(w) and all(is_ambiguous_word(t) for t in tail):
+                if is_ambiguous_word(w) and all(is_ambiguous_word(t.group(0)) for t in tail):
                     break
-                begin = text.index(w, start)
-                end = begin
-                for t in [w, *tail]:
-                    end = text.index(t, end) + len(t)
-                yield begin, end, 0.75, "given-name"
+                yield m.start() + word.start(), m.start() + tail[-1].end(), 0.75, "given-name"
                 break
     for m in _RE_LAST_FIRST.finditer(text):
         last, first = m.group(1), m.group(2)
-        if _known_given(first) and not is_ambiguous_word(first) and last not in _STOP_CAPS:
+        greeting = _RE_GREETING_WORD.fullmatch(last)  # "Thanks, Elena": a greeting, not a surname
+        if (_known_given(first) and not is_ambiguous_word(first) and last not in _STOP_CAPS and not greeting
+                and not is_ambiguous_word(last)):  # fmt: skip
             yield m.start(), m.end(), 0.6, "surname-given"
     for m in _RE_GREETING.finditer(text):
         w = m.group(1)
@@ -220,12 +288,14 @@ def _person_spans(text: str) -> Iterable[tuple[int, int, float, str]]:
     for m in _RE_SIGNOFF.finditer(text):
         w = m.group(1)
         if _known_given(w) and not is_ambiguous_word(w) and m.start() > 0:
-            yield m.start(1), m.end(0), 0.5, "sign-off"
+            yield m.start(1), m.end(2), 0.5, "sign-off"
 
 
 def _own_findings(text: str) -> Iterable[Finding]:
     for start, end, score, how in _person_spans(text):
-        yield Finding("PERSON", start, end, text[start:end].strip(), score, how)
+        span = text[start:end]
+        start, end = start + len(span) - len(span.lstrip()), end - len(span) + len(span.rstrip())
+        yield Finding("PERSON", start, end, text[start:end], score, how)
     for m in _RE_ADDRESS.finditer(text):
         yield Finding("ADDRESS", m.start(), m.end(), m.group(0), 0.8, "street")
     for m in _RE_ORG.finditer(text):
@@ -241,6 +311,8 @@ def _own_findings(text: str) -> Iterable[Finding]:
     for m in _RE_HANDLE.finditer(text):
         yield Finding("HANDLE", m.start(), m.end(), m.group(0), 0.7, "handle")
     for m in _RE_ID.finditer(text):
+        if is_date_like(m.group(1)):
+            continue
         yield Finding("ID", m.start(1), m.end(1), m.group(1), 0.7, "labelled-id")
     for m in _RE_GPS.finditer(text):
         lat, lon = float(m.group(1)), float(m.group(2))
@@ -325,7 +397,9 @@ class Detector:
                 if kind is None or r.score < self.min_score or kind == "URL":
                     continue
                 span = text[r.start : r.end]
-                if kind == "PHONE" and sum(c.isdigit() for c in span) < 7:
+                if kind == "PHONE" and (
+                    sum(c.isdigit() for c in span) < 7 or is_date_like(span) or _RE_QUAD.fullmatch(span)
+                ):
                     continue
                 out.append(Finding(kind, r.start, r.end, span, float(r.score), "presidio"))
         return out

@@ -75,6 +75,9 @@ class BuildConfig:
     force: bool = False
     workers: int = 1
     secret: bytes | None = None  # None: a random secret, kept in the work folder's private state
+    #: read the text in images and videos (OCR) and the speech in recordings (ASR) to find identifiers the
+    #: build cannot rewrite; the review lists them
+    perceive_media: bool = True
     limits: ReadLimits = field(default_factory=lambda: ReadLimits(seconds=60.0, memory_mb=1536))
 
     def public(self) -> dict[str, Any]:
@@ -205,7 +208,8 @@ def run_build(
 
     # extract (walled, cached)
     t0 = time.perf_counter()
-    per = {rel: {"cache": str(work / "extract"), "sha256": by_rel[rel].sha256} for rel in kept_rels}
+    per = {rel: {"cache": str(work / "extract"), "sha256": by_rel[rel].sha256, "media": config.perceive_media}
+           for rel in kept_rels}  # fmt: skip
     extracted_raw = _walled(source, [(r, by_rel[r].size) for r in kept_rels], _per_file(extract_one, per),
                             config, progress, "extract")  # fmt: skip
     extracted: dict[str, Extracted] = {}
@@ -303,6 +307,9 @@ def run_build(
     if new_questions is not None:
         _write_json(work / "04-anonymize" / "questions.json", new_questions)
     residual = [{"file": row["new_path"], "where": w, "original": o} for row in rows for w, o in row["residual"]]
+    for rel in sorted(released):
+        residual += [{"file": released[rel], "where": f"{kind} in {where} (pixels or speech: not rewritten)",
+                      "original": text} for where, kind, text in extracted[rel].media]  # fmt: skip
     counts: dict[str, int] = defaultdict(int)
     for (kind, _), _new in anonymizer.replacements.items():
         counts[kind] += 1
@@ -325,6 +332,8 @@ def run_build(
                                             **{d: "duplicate" for d in dropped},
                                             **{f["file"]: f["reason"] for f in state.failures}},
         mentions={row["new_path"]: row.get("mentions") or [] for row in rows if row["status"] == "ok"},
+        media={rel: [text for _, _, text in extracted[rel].media] for rel in released},
+        original_questions=questions,
     )  # fmt: skip
     state.stages["cohere"] = _artifact(work, 5, "cohere", {"violations": [asdict(v) for v in violations]},
                                        cohere.report(violations))  # fmt: skip

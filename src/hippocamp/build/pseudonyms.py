@@ -8,11 +8,12 @@ mapping: `build` keeps it (and the secret) outside the released profile.
 Shapes kept: a name token keeps its case (``PRIYA``/``priya``/``Priya``), role (given names from a given
 name pool of the same gender where Faker's lists say, surnames from a surname pool) and never lands on a
 name that occurs in the profile; an e-mail keeps its separators and its public provider (``gmail.com``);
-a phone keeps its punctuation, country code and length (a North American number stays dialable in shape);
-an IBAN keeps its country and grouping and gets valid check digits; a card keeps its length, grouping and
-first digit and passes Luhn; IDs keep letters-for-letters and digits-for-digits; an address keeps its
-number of digits, street word, city and state (a post code gets new digits); coordinates move by one
-profile-wide offset, so distances between places are kept. Pseudonyms are injective per pool.
+a phone keeps its punctuation, country code, trunk prefix and length (a North American number stays
+dialable in shape); an IBAN keeps its country and grouping and gets valid check digits; a card keeps its
+length, grouping and first digit and passes Luhn; IDs keep letters-for-letters and digits-for-digits; an
+address keeps its number of digits, street word, city and state (a post code gets new digits); coordinates
+move by one profile-wide offset, so distances between places are kept. Word pseudonyms (names, organisation and street
+words) are injective per kind: given names and surnames never share one, also after the table is loaded back.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ import functools
 import hashlib
 import hmac
 import importlib
+import itertools
 import re
 import string
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 __all__ = ["PUBLIC_MAIL_DOMAINS", "Pseudonyms", "match_case"]
 
@@ -70,6 +72,29 @@ def _name_pools() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], fr
     return tuple(f), tuple(m), tuple(sorted(last)), frozenset(x.lower() for x in f), frozenset(x.lower() for x in m)
 
 
+@functools.cache
+def _country_codes() -> frozenset[str]:
+    """The ITU country calling codes (``1``, ``44``, ``353``...), from ``phonenumbers``' metadata."""
+    import phonenumbers
+
+    return frozenset(str(code) for code in phonenumbers.COUNTRY_CODE_TO_REGION_CODE)
+
+
+def _country_code_length(digits: str) -> int:
+    """How many leading digits of an international number are its country code (codes are prefix-free)."""
+    return next((n for n in (1, 2, 3) if digits[:n] in _country_codes()), 2)
+
+
+def _candidates(pool: tuple[str, ...], start: int) -> Iterator[str]:
+    """The pool from ``start`` on, then (the pool exhausted) pairs, triples... of its words, as one word."""
+    n = len(pool)
+    yield from (pool[(start + i) % n] for i in range(n))
+    for size in itertools.count(2):
+        for j in range(n**size):
+            words = [pool[(start + j // n**k) % n] for k in range(size)]
+            yield words[0] + "".join(w.lower() for w in words[1:])
+
+
 class Pseudonyms:
     """The profile's replacement table; ``table[kind][original] = pseudonym``."""
 
@@ -95,18 +120,17 @@ class Pseudonyms:
             yield from digest
             counter += 1
 
-    def _pick(self, kind: str, key: str, pool: tuple[str, ...], pool_name: str) -> str:
+    def _pick(self, kind: str, key: str, pool: tuple[str, ...]) -> str:
+        """The keyed choice from ``pool``: never a pseudonym already given in ``kind`` (given names and surnames
+        share the kind ``name``), a token to avoid or the original itself; pairs of words once it is used up."""
         table = self.table.setdefault(kind, {})
         if key in table:
             return table[key]
-        used = self._used.setdefault(pool_name, set())
-        start = self._hash(kind, key)
-        for i in range(len(pool)):
-            candidate = pool[(start + i) % len(pool)]
-            if candidate.lower() not in used and candidate.lower() not in self.avoid and candidate.lower() != key:
+        used = self._used.setdefault(kind, set())
+        for candidate in _candidates(pool, self._hash(kind, key)):
+            low = candidate.lower()
+            if low not in used and low not in self.avoid and low != key:
                 break
-        else:  # the pool is exhausted: add a suffix that keeps the shape of a word
-            candidate = pool[start % len(pool)] + pool[(start // 7) % len(pool)].lower()
         used.add(candidate.lower())
         table[key] = candidate
         return candidate
@@ -120,11 +144,11 @@ class Pseudonyms:
             return match_case(token, self.table["name"][key])
         female, male, last, fset, mset = _name_pools()
         if role == "surname":
-            new = self._pick("name", key, last, "surname")
+            new = self._pick("name", key, last)
         elif key in mset:
-            new = self._pick("name", key, male, "given")
+            new = self._pick("name", key, male)
         else:
-            new = self._pick("name", key, female if key in fset or self._hash("g", key) % 2 else male, "given")
+            new = self._pick("name", key, female if key in fset or self._hash("g", key) % 2 else male)
         return match_case(token, new)
 
     def person(self, text: str, roles: dict[str, str] | None = None) -> str:
@@ -163,28 +187,29 @@ class Pseudonyms:
     # --- shaped values -----------------------------------------------------------------------------
 
     def word(self, original: str, kind: str = "word") -> str:
-        return match_case(original, self._pick(kind, original.lower(), tuple(_WORDS), kind))
+        return match_case(original, self._pick(kind, original.lower(), tuple(_WORDS)))
 
     def _digits(self, kind: str, original: str, keep: int = 0) -> str:
         """Every digit after the first ``keep`` digits and every letter replaced; separators kept."""
         table = self.table.setdefault(kind, {})
         if original in table:
             return table[original]
-        stream = iter(self._stream(kind, original))
-        out = []
-        seen = 0
-        for ch in original:
-            if ch.isdigit():
-                seen += 1
-                out.append(ch if seen <= keep else str(next(stream) % 10))
-            elif ch.isascii() and ch.isalpha():
-                letter = string.ascii_uppercase[next(stream) % 26]
-                out.append(letter if ch.isupper() else letter.lower())
-            else:
-                out.append(ch)
-        new = "".join(out)
-        if new == original:
-            new = self._digits(kind, original + "\x00", keep)[: len(original)]
+        for salt in itertools.count():
+            stream = iter(self._stream(kind, original, *([str(salt)] if salt else [])))
+            out = []
+            seen = 0
+            for ch in original:
+                if ch.isdigit():
+                    seen += 1
+                    out.append(ch if seen <= keep else str(next(stream) % 10))
+                elif ch.isascii() and ch.isalpha():
+                    letter = string.ascii_uppercase[next(stream) % 26]
+                    out.append(letter if ch.isupper() else letter.lower())
+                else:
+                    out.append(ch)
+            new = "".join(out)
+            if new != original or salt >= 8:  # nothing to change (all kept) gives up after a few draws
+                break
         table[original] = new
         return new
 
@@ -192,40 +217,59 @@ class Pseudonyms:
         return self._digits("id", original)
 
     def phone(self, original: str) -> str:
-        """Punctuation, ``+`` country code and length kept; a NANP area code and exchange start with 2-9."""
+        """Punctuation, ``+`` country code, a national trunk prefix (``0``) and length kept; a NANP area code
+        and exchange start with 2-9; the national number starts with 0 only where the original did."""
+        table = self.table.setdefault("phone", {})
+        if original in table:
+            return table[original]
         digits = re.sub(r"\D", "", original)
-        keep = 0
-        if original.lstrip().startswith("+"):
-            keep = 1 if digits.startswith("1") or digits.startswith("7") else 2
-        new = self._digits("phone", original, keep)
-        if (keep == 1 and digits.startswith("1")) or (not keep and len(digits) == 10):
-            chars = list(new)
-            positions = [i for i, c in enumerate(chars) if c.isdigit()][keep:]
-            for p in (positions[0:1] + positions[3:4]) if len(positions) >= 4 else []:
+        international = original.lstrip().startswith("+")
+        keep = _country_code_length(digits) if international else len(digits) - len(digits.lstrip("0"))
+        nanp = digits.startswith("1") if international else len(digits) == 10 and digits[0] != "0"
+        if not international and len(digits) == 11 and digits.startswith("1"):  # 1-800-555-0199
+            nanp, keep = True, 1
+        chars = list(self._digits("phone", original, keep))
+        positions = [i for i, c in enumerate(chars) if c.isdigit()][keep:]
+        if positions:
+            first = positions[0]
+            if original[first] == "0":
+                chars[first] = "0"
+            elif chars[first] == "0":
+                chars[first] = str(1 + self._hash("phone", original) % 9)
+        if nanp:
+            for p in positions[0:1] + positions[3:4] if len(positions) >= 4 else []:
                 if chars[p] in "01":
                     chars[p] = str(2 + int(chars[p]) * 3)
-            new = "".join(chars)
-            self.table["phone"][original] = new
+        table[original] = new = "".join(chars)
         return new
 
     def iban(self, original: str) -> str:
-        compact = re.sub(r"\s", "", original).upper()
-        if len(compact) < 5 or not compact[:2].isalpha():
+        """Country kept, the account part replaced letters-for-letters and digits-for-digits, new ISO 13616
+        check digits (mod 97), the original grouping and separators kept."""
+        table = self.table.setdefault("iban", {})
+        if original in table:
+            return table[original]
+        compact = re.sub(r"[^0-9A-Za-z]", "", original).upper()
+        if len(compact) < 5 or not compact[:2].isalpha() or not compact.isascii():
             return self.identifier(original)
         body = self._digits("iban-body", compact[4:])
         numeric = "".join(str(int(c, 36)) for c in body + compact[:2] + "00")
         check = 98 - int(numeric) % 97
-        new = f"{compact[:2]}{check:02d}{body}"
-        out, j = [], 0  # re-apply the original grouping
+        new = iter(f"{compact[:2]}{check:02d}{body}")
+        out = []  # re-apply the original grouping
         for ch in original:
-            if ch.isspace():
-                out.append(ch)
+            if ch.isascii() and ch.isalnum():
+                c = next(new)
+                out.append(c.lower() if ch.islower() else c)
             else:
-                out.append(new[j] if j < len(new) else "")
-                j += 1
-        return "".join(out)
+                out.append(ch)
+        table[original] = result = "".join(out)
+        return result
 
     def card(self, original: str) -> str:
+        """Length, grouping and first digit kept; a new Luhn check digit."""
+        if original in self.table.get("card", {}):
+            return self.table["card"][original]
         digits = re.sub(r"\D", "", original)
         new = re.sub(r"\D", "", self._digits("card", original, keep=1))[: len(digits) - 1]
         total = 0
@@ -242,7 +286,8 @@ class Pseudonyms:
                 j += 1
             else:
                 out.append(ch)
-        return "".join(out)
+        self.table["card"][original] = result = "".join(out)
+        return result
 
     def gps(self, original: str) -> str:
         """Both numbers moved by the profile's one offset (up to half a degree), decimals kept."""

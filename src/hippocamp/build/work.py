@@ -23,6 +23,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from hippocamp.schema.filetypes import modality_of
+
 __all__ = ["Extracted", "Rewritten", "extract_one", "rewrite_one"]
 
 MAX_TEXT = 2_000_000  # characters of one file's strings looked at
@@ -41,6 +43,8 @@ class Extracted:
     units: list[tuple[str, str]] = field(default_factory=list)
     findings: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, text, source)
     dates: list[float] = field(default_factory=list)
+    #: identifiers in what cannot be rewritten (text in pixels, speech): (where, kind, text)
+    media: list[tuple[str, str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -120,7 +124,23 @@ def dates_in(path: Path) -> list[float]:
     return [d for d in out if d is not None]
 
 
-def extract_one(root: Path, rel: str, options: Any, *, cache: str, sha256: str) -> Extracted:
+_MEDIA = ("image", "audio", "video")
+
+
+def _media_findings(root: Path, rel: str, options: Any, detector: Any) -> list[tuple[str, str, str]]:
+    """Identifiers in the text of pixels (OCR) and speech (ASR) of an image, a recording or a video: the build
+    cannot rewrite them, so the review lists them for the contributor."""
+    from hippocamp.perceive.run import perceive_file
+
+    result = perceive_file(root, rel, options, hash_file=False)
+    out: list[tuple[str, str, str]] = []
+    for seg in result.segments:
+        where = json.dumps(seg.locator.model_dump(mode="json")) if seg.locator is not None else "content"
+        out += [(where, f.kind, f.text) for f in detector.find(seg.text)]
+    return out[:500]
+
+
+def extract_one(root: Path, rel: str, options: Any, *, cache: str, sha256: str, media: bool = False) -> Extracted:
     from hippocamp.build.pii import Detector
     from hippocamp.build.rewrite import texts_of
 
@@ -130,7 +150,10 @@ def extract_one(root: Path, rel: str, options: Any, *, cache: str, sha256: str) 
             data = json.loads(cached.read_text(encoding="utf-8"))
             units = [(str(w), str(t)) for w, t in data["units"]]
             found = [(str(k), str(t), str(s)) for k, t, s in data["findings"]]
-            return Extracted(rel, units=units, findings=found, dates=[float(d) for d in data["dates"]])
+            seen = [(str(w), str(k), str(t)) for w, k, t in data.get("media", [])]
+            if not media or "media" in data:
+                return Extracted(rel, units=units, findings=found, dates=[float(d) for d in data["dates"]],
+                                 media=seen)  # fmt: skip
         except (OSError, ValueError, KeyError):
             pass
     path = root / rel
@@ -147,8 +170,12 @@ def extract_one(root: Path, rel: str, options: Any, *, cache: str, sha256: str) 
         budget -= len(text)
         findings += [(f.kind, f.text, f.source) for f in detector.find(text[:MAX_TEXT])]
     result = Extracted(rel, units=units, findings=findings, dates=dates_in(path))
+    payload: dict[str, Any] = {"units": units, "findings": findings, "dates": result.dates}
+    if media:  # recorded for every file, so a cached extraction says whether media were looked at
+        found_media = _media_findings(root, rel, options, detector) if modality_of(rel) in _MEDIA else []
+        result.media = payload["media"] = found_media
     tmp = cached.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps({"units": units, "findings": findings, "dates": result.dates}), encoding="utf-8")
+    tmp.write_text(json.dumps(payload), encoding="utf-8")
     os.replace(tmp, cached)
     return result
 
