@@ -36,6 +36,12 @@ def _table(headers: list[str], rows: list[list[Any]], raw: bool = False) -> str:
     return f"<table><tr>{head}</tr>{body}</table>" if rows else "<p class=muted>none</p>"
 
 
+def _example(left: str, original: str, new: str, right: str) -> str:
+    squash = " ".join
+    return (f"<li>…{_e(squash(left.split()))} <del>{_e(original)}</del> <ins>{_e(new)}</ins> "
+            f"{_e(squash(right.split()))}…</li>")  # fmt: skip
+
+
 def write(
     work: Path,
     summary: dict[str, Any],
@@ -101,7 +107,7 @@ def _html(d: dict[str, Any]) -> str:
         if f["status"] != "ok":
             continue
         title = _e(f["path"]) + ("" if f["path"] == f["new_path"] else f" → {_e(f['new_path'])}")
-        ex = "".join(f"<li>{_e(k)}: <del>{_e(o)}</del> → <ins>{_e(n)}</ins></li>" for k, o, n in f["examples"] or [])
+        ex = "".join(_example(*example) for example in f["examples"] or [])
         body = [f"<p>{f['edits']} edits in: {_e(', '.join(f['changed'] or []) or 'nothing')}</p>"]
         if ex:
             body.append(f"<ul>{ex}</ul>")

@@ -28,6 +28,8 @@ from hippocamp.schema.filetypes import modality_of
 __all__ = ["Extracted", "Rewritten", "extract_one", "rewrite_one"]
 
 MAX_TEXT = 2_000_000  # characters of one file's strings looked at
+MAX_EXAMPLES = 300  # replacements of one file shown in context in the review
+CONTEXT = 40  # characters of context either side
 _MENTION = re.compile(
     r"(?<![\w/])[\w][\w ()'&-]{0,80}\.(?:pdf|docx?|xlsx?|pptx?|csv|txt|md|jpe?g|png|heic|mp3|m4a|wav|mp4|mov|ics|eml)"
     r"(?![\w])",
@@ -58,7 +60,8 @@ class Rewritten:
     scrubbed: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     residual: list[tuple[str, str]] = field(default_factory=list)  # (where, original identifier)
-    examples: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, before, after)
+    #: replacements in context: (text before, original, pseudonym, text after)
+    examples: list[tuple[str, str, str, str]] = field(default_factory=list)
     mentions: list[str] = field(default_factory=list)  # file names the output's text mentions
 
 
@@ -200,9 +203,19 @@ def rewrite_one(root: Path, rel: str, options: Any, *, out: str, state: str, new
     anonymizer = _anonymizer(state)
     dst = Path(out) / new_path
     dst.parent.mkdir(parents=True, exist_ok=True)
-    before = len(anonymizer.replacements)
+    contexts: list[tuple[str, str, str, str]] = []
+
+    def editor(text: str) -> list[Any]:
+        edits = anonymizer.edits(text)
+        for e in edits:
+            if len(contexts) >= MAX_EXAMPLES:
+                break
+            left, right = text[max(0, e.start - CONTEXT) : e.start], text[e.end : e.end + CONTEXT]
+            contexts.append((left, text[e.start : e.end], e.new, right))
+        return edits
+
     try:
-        result = rewrite_file(root / rel, dst, anonymizer.edits)
+        result = rewrite_file(root / rel, dst, editor)
     except RewriteError as exc:
         dst.unlink(missing_ok=True)
         return Rewritten(rel, reason=str(exc), status="failed")
@@ -220,7 +233,7 @@ def rewrite_one(root: Path, rel: str, options: Any, *, out: str, state: str, new
                 mentions.update(m.group(0).strip() for m in _MENTION.finditer(unit.text))
     except Exception as exc:
         residual.append(("file", f"output could not be read back: {type(exc).__name__}"))
-    examples = [(k, o, n) for (k, o), n in list(anonymizer.replacements.items())[before:]][:200]
+    examples = contexts
     return Rewritten(rel, new_path=new_path, edits=result.edits, changed=list(result.changed),
                      scrubbed=list(result.scrubbed), notes=list(result.notes), residual=residual[:200],
                      examples=examples, mentions=sorted(mentions))  # fmt: skip
