@@ -123,6 +123,103 @@ def _build(scale: str, workers: int, keep: Path | None) -> None:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+ARTIFACT_NAMES = [".DS_Store", "Thumbs.db", "desktop.ini", "~$Report.docx", ".~lock.Notes.odt#", "notes.md.swp",
+                  "setup.crdownload", "._IMG_0001.jpg", "thumbcache_256.db", "Icon\r"]  # fmt: skip
+ARTIFACT_DIRS = [".Trash/old", "$RECYCLE.BIN/S-1-5", "__MACOSX/Pictures", ".Spotlight-V100/Store",
+                 "node_modules/left-pad", ".cache/thumbnails", ".git/objects/ab", "__pycache__"]  # fmt: skip
+
+
+def _plant(source: Path, seed: int = 7) -> dict[str, list[tuple[str, str]] | list[str]]:
+    """Plant OS artifacts, exact copies, edited text copies and re-encoded image copies into ``source``."""
+    import random
+
+    from PIL import Image
+
+    rng = random.Random(seed)
+    folders = sorted({p.parent for p in source.rglob("*") if p.is_file()})
+    artifacts: list[str] = []
+    for i, name in enumerate(ARTIFACT_NAMES * 2):
+        folder = rng.choice(folders)
+        path = folder / (name if i < len(ARTIFACT_NAMES) else f"{name}")
+        if path.exists():
+            continue
+        path.write_bytes(
+            b"" if name.endswith("#") else b"\x00\x05\x16\x07" + bytes(rng.randrange(256) for _ in range(64))
+        )
+        artifacts.append(path.relative_to(source).as_posix())
+    for d in ARTIFACT_DIRS:
+        path = source / d / f"cache{rng.randrange(1000)}.bin"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(bytes(rng.randrange(256) for _ in range(128)))
+        artifacts.append(path.relative_to(source).as_posix())
+    users = sorted(p for p in source.rglob("*") if p.is_file() and p.relative_to(source).as_posix() not in artifacts)
+    exact, near_text, near_image = [], [], []
+    for p in rng.sample(users, 20):
+        copy = p.with_name(f"{p.stem} (1){p.suffix}")
+        if not copy.exists():
+            copy.write_bytes(p.read_bytes())
+            os.utime(copy, (p.stat().st_mtime - 86400,) * 2)
+            exact.append((p.relative_to(source).as_posix(), copy.relative_to(source).as_posix()))
+    import importlib
+
+    (source / "Notes" / "Reading").mkdir(parents=True, exist_ok=True)
+    texts = []
+    for name in ("json", "argparse", "textwrap", "collections", "functools", "pathlib", "statistics", "decimal",
+                 "fractions", "heapq", "bisect", "difflib"):  # fmt: skip
+        doc = importlib.import_module(name).__doc__ or ""
+        if len(doc) > 600:
+            note = source / "Notes" / "Reading" / f"{name} notes.md"
+            note.write_text(doc, encoding="utf-8")
+            texts.append(note)
+    for p in texts[:10]:
+        words = p.read_text(encoding="utf-8").split(" ")
+        words[len(words) // 2] = "edited"
+        copy = p.with_name(f"{p.stem} - Copy{p.suffix}")
+        copy.write_text(" ".join(words), encoding="utf-8")
+        near_text.append((p.relative_to(source).as_posix(), copy.relative_to(source).as_posix()))
+    photos = [p for p in users if p.suffix == ".jpg"]
+    for p in rng.sample(photos, min(10, len(photos))):
+        copy = p.with_name(f"{p.stem} copy.jpg")
+        with Image.open(p) as im:
+            im.convert("RGB").resize((im.width * 4 // 5, im.height * 4 // 5)).save(copy, quality=60)
+        near_image.append((p.relative_to(source).as_posix(), copy.relative_to(source).as_posix()))
+    return {"artifacts": artifacts, "exact": exact, "near-text": near_text, "near-image": near_image}
+
+
+def _planted(scale: str, workers: int) -> None:
+    from hippocamp.build.pipeline import BuildConfig, run_build
+    from hippocamp.synth.build import generate
+
+    with tempfile.TemporaryDirectory(prefix="hc-build-plant-") as tmp_name:
+        tmp = Path(tmp_name)
+        made = generate(tmp / "synth", seed=13, scale=scale)  # seed 12 tuned the image check; 13 is held out
+        source = tmp / "synth" / made.name
+        planted = _plant(source)
+        config = BuildConfig(name="Plant", workers=workers, force=True, perceive_media=False)
+        run_build(source, tmp / "work", config)
+        excluded = {r["file"] for r in json.loads((tmp / "work" / "02-filter.json").read_text())["excluded"]}
+        arts = set(planted["artifacts"])  # type: ignore[arg-type]
+        hit = len(arts & excluded)
+        print(f"\n## planted artifacts and duplicates ({scale} profile, seed 13)\n")
+        print("| what | planted | found | precision | recall |")
+        print("|---|---|---|---|---|")
+        precision, recall = hit / max(1, len(excluded)), hit / len(arts)
+        print(f"| OS artifacts | {len(arts)} | {len(excluded)} | {precision:.2f} | {recall:.2f} |")
+        dedup = json.loads((tmp / "work" / "03-dedup.json").read_text())
+        together = {(g["kind"], frozenset([g["keep"], *g["drop"]])) for g in dedup["groups"]}
+        for kind in ("exact", "near-text", "near-image"):
+            pairs = planted[kind]
+            found = sum(1 for a, b in pairs if any(k == kind and {a, b} <= members for k, members in together))  # type: ignore[misc]
+            groups = [g for g in dedup["groups"] if g["kind"] == kind]
+            drops = [d for g in groups for d in g["drop"]]
+            planted_files = {f for pair in pairs for f in pair}  # type: ignore[union-attr]
+            right = sum(1 for g in groups for d in g["drop"] if d in planted_files or kind == "exact")
+            print(f"| {kind} duplicates | {len(pairs)} pairs | {len(drops)} drops | "
+                  f"{right / max(1, len(drops)):.2f} | {found / max(1, len(pairs)):.2f} |")  # fmt: skip
+        print("\n(exact drops are byte-identical by construction, the generator's own copies included; a near "
+              "drop counts as right when it is one of the planted pairs)")  # fmt: skip
+
+
 def _locomo() -> None:
     if not LOCOMO.is_file():
         print(f"\nskipped the held-out name check: {LOCOMO} is not here")
@@ -169,6 +266,7 @@ def main() -> None:
     args = parser.parse_args()
     if not args.skip_build:
         _build(args.scale, args.workers, args.keep)
+        _planted(args.scale, args.workers)
     _locomo()
 
 

@@ -467,3 +467,27 @@ def test_image_hash_separates_different_scenes(tmp_path: Path) -> None:
         assert (hashes[-1] ^ dedup.image_hash(tmp_path / f"{seed}.jpg")).bit_count() <= 4
     distances = [(a ^ b).bit_count() for i, a in enumerate(hashes) for b in hashes[i + 1 :]]
     assert min(distances) > 8
+
+
+def _receipt(path: Path, lines: list[str], paper: tuple[int, int, int] = (250, 248, 240)) -> None:
+    img = Image.new("RGB", (360, 520), paper)
+    draw = ImageDraw.Draw(img)
+    draw.rectangle((20, 20, 340, 60), fill=(40, 40, 40))
+    for i, line in enumerate(lines):
+        draw.text((30, 90 + 26 * i), line, fill=(20, 20, 20))
+    img.save(path, quality=90)
+
+
+def test_receipts_of_one_shop_are_not_near_duplicates_but_a_rescan_is(tmp_path: Path) -> None:
+    """A pHash alone puts two receipts of one layout a few bits apart; the colour-thumbnail check keeps them
+    apart, and still joins a resized, re-encoded copy."""
+    (tmp_path / "R").mkdir()
+    _receipt(tmp_path / "R/a.jpg", [f"Item {i}   {i * 3}.50" for i in range(1, 12)] + ["TOTAL  211.50"])
+    _receipt(tmp_path / "R/b.jpg", [f"Thing {i}   {i * 7}.10" for i in range(1, 9)] + ["TOTAL  99.80"])
+    with Image.open(tmp_path / "R/a.jpg") as im:
+        im.resize((270, 390)).save(tmp_path / "R/a scan.jpg", quality=55)
+    files = [_picture(tmp_path, f"R/{r}", m) for m, r in enumerate(["a.jpg", "b.jpg", "a scan.jpg"])]
+    hashes = [dedup.image_hash(tmp_path / f.path) for f in files]
+    assert (hashes[0] ^ hashes[1]).bit_count() <= 12  # the hash alone barely tells them apart
+    result = find_duplicates(files, policy="shortest-path", image_max_distance=12)
+    assert [(g.keep, g.drop) for g in result.groups] == [("R/a.jpg", ("R/a scan.jpg",))]

@@ -245,8 +245,7 @@ def run_build(
     t0 = time.perf_counter()
     candidates = [
         dedup.Candidate(rel, by_rel[rel].size, by_rel[rel].mtime, by_rel[rel].sha256,
-                        text="\n".join(t for w, t in r.units if not w.startswith(("EXIF", "core", "pdf /", "XMP")))
-                        or None,
+                        text=r.content or None,
                         image=(source / rel) if extension(rel) in _HASHABLE_IMAGES else None)
         for rel, r in extracted.items()
     ]  # fmt: skip

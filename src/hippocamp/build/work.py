@@ -28,6 +28,7 @@ from hippocamp.schema.filetypes import modality_of
 __all__ = ["Extracted", "Rewritten", "extract_one", "rewrite_one"]
 
 MAX_TEXT = 2_000_000  # characters of one file's strings looked at
+MAX_CONTENT = 1_000_000  # characters of a file's text kept for near-duplicate detection
 MAX_EXAMPLES = 300  # replacements of one file shown in context in the review
 CONTEXT = 40  # characters of context either side
 _MENTION = re.compile(
@@ -45,6 +46,8 @@ class Extracted:
     units: list[tuple[str, str]] = field(default_factory=list)
     findings: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, text, source)
     dates: list[float] = field(default_factory=list)
+    #: the file's text as hippocamp's reader gives it (numbers included): what near duplicates compare
+    content: str = ""
     #: identifiers in what cannot be rewritten (text in pixels, speech): (where, kind, text)
     media: list[tuple[str, str, str]] = field(default_factory=list)
 
@@ -143,6 +146,14 @@ def _media_findings(root: Path, rel: str, options: Any, detector: Any) -> list[t
     return out[:500]
 
 
+def _content(root: Path, rel: str, options: Any) -> str:
+    from hippocamp.perceive.run import perceive_file
+
+    result = perceive_file(root, rel, options, hash_file=False)
+    text = "\n".join(seg.text for seg in result.segments)
+    return text[:MAX_CONTENT]
+
+
 def extract_one(root: Path, rel: str, options: Any, *, cache: str, sha256: str, media: bool = False) -> Extracted:
     from hippocamp.build.pii import Detector
     from hippocamp.build.rewrite import texts_of
@@ -154,9 +165,9 @@ def extract_one(root: Path, rel: str, options: Any, *, cache: str, sha256: str, 
             units = [(str(w), str(t)) for w, t in data["units"]]
             found = [(str(k), str(t), str(s)) for k, t, s in data["findings"]]
             seen = [(str(w), str(k), str(t)) for w, k, t in data.get("media", [])]
-            if not media or "media" in data:
+            if (not media or "media" in data) and "content" in data:
                 return Extracted(rel, units=units, findings=found, dates=[float(d) for d in data["dates"]],
-                                 media=seen)  # fmt: skip
+                                 media=seen, content=str(data["content"]))  # fmt: skip
         except (OSError, ValueError, KeyError):
             pass
     path = root / rel
@@ -173,7 +184,9 @@ def extract_one(root: Path, rel: str, options: Any, *, cache: str, sha256: str, 
         budget -= len(text)
         findings += [(f.kind, f.text, f.source) for f in detector.find(text[:MAX_TEXT])]
     result = Extracted(rel, units=units, findings=findings, dates=dates_in(path))
-    payload: dict[str, Any] = {"units": units, "findings": findings, "dates": result.dates}
+    if modality_of(rel) not in _MEDIA:
+        result.content = _content(root, rel, options)
+    payload: dict[str, Any] = {"units": units, "findings": findings, "dates": result.dates, "content": result.content}
     if media:  # recorded for every file, so a cached extraction says whether media were looked at
         found_media = _media_findings(root, rel, options, detector) if modality_of(rel) in _MEDIA else []
         result.media = payload["media"] = found_media
