@@ -140,6 +140,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     )
     (source / "Documents/broken.docx").write_bytes(b"PK\x03\x04 this is not a zip at all")
     (source / "Notes" / f"{HOSTILE}.txt").write_text("a note with a hostile name\n", encoding="utf-8")
+    (source / "Notes/passwords.txt").symlink_to("/etc/passwd")  # a link out of the source: never followed
+    os.mkfifo(source / "Notes/pipe")  # reading it would block forever
     before = {p.relative_to(source).as_posix(): p.read_bytes() for p in source.rglob("*") if p.is_file()}
     config = BuildConfig(name="Casey", questions=base / "synth" / f"{synth.name}.json", secret=b"k" * 32,
                          screen=ScreenConfig(min_files=40, min_days=60, min_corroborated=2))  # fmt: skip
@@ -233,6 +235,8 @@ def test_artifacts_duplicates_and_failures_are_reported(built: dict) -> None:  #
     kinds = {(g["kind"], d) for g in dedup["groups"] for d in g["drop"]}
     assert any(k == "exact" and "letter" in d for k, d in kinds)
     assert any(k == "near-text" and d in (built["near"], built["near"].replace(" copy", "")) for k, d in kinds)
+    skipped = {r["file"]: r["why"] for r in filtered["skipped"]}
+    assert "symbolic link" in skipped["Notes/passwords.txt"] and "not a regular file" in skipped["Notes/pipe"]
     failures = json.loads((work / "failures.json").read_text())
     assert any(f["file"] == "Documents/broken.docx" and f["reason"] for f in failures)
     review = (work / "06-review.html").read_text()
