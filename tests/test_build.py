@@ -267,7 +267,7 @@ def test_rerunning_resumes_and_a_failed_screen_stops(built: dict, tmp_path: Path
     with pytest.raises(BuildStopped, match="C1"):
         run_build(built["source"], tmp_path / "strict", BuildConfig(name="Casey"))
     result = CliRunner().invoke(main, ["build", "run", str(built["source"]), "--work", str(tmp_path / "cli"),
-                                       "--min-files", "40", "--min-days", "60", "--force"])  # fmt: skip
+                                       "--min-files", "40", "--min-days", "60", "--force", "--no-media"])  # fmt: skip
     assert result.exit_code == 0, result.output
 
 

@@ -29,17 +29,24 @@ def build_group() -> None:
 @click.option("--min-files", type=int, default=500, show_default=True, help="C1: user files at least.")
 @click.option("--min-days", type=float, default=90.0, show_default=True, help="C2: days of activity at least.")
 @click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True, help="Worker processes.")
+@click.option("--no-media", is_flag=True, help="Do not OCR images and transcribe recordings to find identifiers.")
 def run(source: Path, work: Path, name: str, questions: Path | None, keep_policy: str, force: bool,
-        min_files: int, min_days: float, workers: int) -> None:  # fmt: skip
+        min_files: int, min_days: float, workers: int, no_media: bool) -> None:  # fmt: skip
     """Run the stages up to the review; re-running resumes."""
     from hippocamp.build.pipeline import BuildConfig, BuildError, run_build
     from hippocamp.build.screen import ScreenConfig
 
     config = BuildConfig(name=name, questions=questions, keep_policy=keep_policy, force=force, workers=workers,
-                         screen=ScreenConfig(min_files=min_files, min_days=min_days))  # fmt: skip
+                         screen=ScreenConfig(min_files=min_files, min_days=min_days),
+                         perceive_media=not no_media)  # fmt: skip
     out = console(stderr=True)
+
+    def progress(stage: str, done: int, total: int) -> None:
+        if done == total or done % 50 == 0:
+            out.print(f"{stage}: {done}/{total} files", highlight=False)
+
     try:
-        state = run_build(source, work, config, progress=None)
+        state = run_build(source, work, config, progress=progress)
     except BuildError as exc:
         fail(str(exc), 1)
     a = state.stages["anonymize"]
