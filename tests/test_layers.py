@@ -37,6 +37,7 @@ LAYERS = [
     "importers",
     "benchmarks",
     "quickstart",
+    "studio",
     "cli",
     "__main__",
 ]
