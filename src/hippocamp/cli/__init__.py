@@ -56,6 +56,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "build_group",
         "Build a benchmark profile from real files (anonymized, reviewed).",
     ),
+    "studio": ("hippocamp.cli.studio", "studio", "Look at runs with their evidence in a local web app."),
     "ask": ("hippocamp.cli.run", "ask", "Ask one question about a profile's files; the answer with its sources."),
 }
 

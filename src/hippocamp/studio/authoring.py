@@ -1,0 +1,230 @@
+"""Authoring, agreement and adjudication pages over a `Workspace` (enabled by ``hippocamp studio --workspace``).
+
+- ``/author`` lists the items with who drafted them and whether the drafts agree; ``/author/new`` adds one.
+- ``/author/{item}`` is the annotator's form (the name comes from ``/whoami``, kept in a cookie): question,
+  answer, labels, evidence items (file, text, locator), rationale steps. A locator is picked on the file
+  itself: ``/view/...?pick=FIELD`` shows the page or picture with a box to drag, or the player with
+  "start"/"end" buttons, and writes the locator back into the form. Every save runs validate's rules on
+  the record and shows the problems; a save based on an old version is refused and shows what the other
+  person saved, never losing either edit.
+- ``/adjudicate`` is the queue of disagreements; ``/adjudicate/{item}`` shows both drafts with the fields
+  they disagree on and a form (prefilled from the first draft) the adjudicator saves.
+- ``/export`` writes the release-layout records file (refused, with the errors, if any record has one).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import Route
+
+from hippocamp.studio.workspace import ExportError, StaleEdit, Workspace, WorkspaceError
+
+__all__ = ["authoring_routes", "record_from_form"]
+
+COOKIE = "hippocamp_annotator"
+MAX_EVIDENCE = 8
+
+
+def _list(text: str) -> list[str]:
+    return [x.strip() for x in text.replace("\n", ",").split(",") if x.strip()]
+
+
+def record_from_form(form: Any, item: str) -> dict[str, Any]:
+    """A release-spelled record from the form's fields; a locator field holds JSON (or is empty)."""
+    evidence = []
+    for i in range(MAX_EVIDENCE):
+        path = str(form.get(f"ev{i}_file") or "").strip()
+        if not path:
+            continue
+        raw = str(form.get(f"ev{i}_loc") or "").strip()
+        try:
+            locator = json.loads(raw) if raw else None
+        except ValueError:
+            locator = {"unit": "invalid", "raw": raw}
+        ev: dict[str, Any] = {"evidence_id": len(evidence) + 1, "file_path": path,
+                              "evidence_text": str(form.get(f"ev{i}_text") or "")}  # fmt: skip
+        if locator is not None:
+            ev["evidence_locator"] = [locator]
+        evidence.append(ev)
+    rationale = []
+    for line in str(form.get("rationale") or "").splitlines():
+        text, _, ids = line.partition("|")
+        if text.strip():
+            rationale.append(
+                {"rationale_text": text.strip(), "evidence_id": [int(x) for x in _list(ids) if x.isdigit()]}
+            )
+    files = list(dict.fromkeys(e["file_path"] for e in evidence))
+    return {
+        "id": item,
+        "question": str(form.get("question") or ""),
+        "answer": str(form.get("answer") or ""),
+        "QA_type": str(form.get("qa_type") or "factual_retention"),
+        "profiling_type": str(form.get("profiling_type") or ""),
+        "file_path": files,
+        "file_number": len(files),
+        "agent_cap": json.dumps(
+            {
+                "search": _list(str(form.get("cap_search") or "")),
+                "evidence_perception": _list(str(form.get("cap_perception") or "")),
+                "reasoning": _list(str(form.get("cap_reasoning") or "")),
+            }
+        ),
+        "evidence": evidence,
+        "rationale": rationale,
+    }
+
+
+def _form_values(record: dict[str, Any] | None) -> dict[str, Any]:
+    """The form's fields from a saved record (the reverse of `record_from_form`)."""
+    record = record or {}
+    cap = record.get("agent_cap") or {}
+    if isinstance(cap, str):
+        try:
+            cap = json.loads(cap)
+        except ValueError:
+            cap = {}
+    evidence = []
+    for ev in record.get("evidence") or []:
+        locs = ev.get("evidence_locator") or ev.get("locators") or []
+        evidence.append({"file": ev.get("file_path", ""), "text": ev.get("evidence_text") or "",
+                         "loc": json.dumps(locs[0]) if locs else ""})  # fmt: skip
+    while len(evidence) < MAX_EVIDENCE:
+        evidence.append({"file": "", "text": "", "loc": ""})
+    rationale = "\n".join(
+        f"{r.get('rationale_text', '')} | {', '.join(str(x) for x in r.get('evidence_id') or [])}"
+        for r in record.get("rationale") or []
+    )
+    perception = cap.get("evidence_perception", cap.get("perception", []))
+    return {
+        "question": record.get("question", ""),
+        "answer": record.get("answer", ""),
+        "qa_type": record.get("QA_type") or record.get("qa_type") or "factual_retention",
+        "profiling_type": record.get("profiling_type") or "",
+        "cap_search": ", ".join(cap.get("search", [])),
+        "cap_perception": ", ".join(perception),
+        "cap_reasoning": ", ".join(cap.get("reasoning", [])),
+        "evidence": evidence,
+        "rationale": rationale,
+    }
+
+
+def authoring_routes(studio: Any, page: Any) -> list[Route]:
+    """The routes over ``studio.workspace``; ``page(template, **context)`` renders a page."""
+
+    def ws() -> Workspace:
+        workspace: Workspace = studio.workspace
+        return workspace
+
+    def who(request: Request) -> str:
+        return str(request.cookies.get(COOKIE) or "")
+
+    def files() -> list[str]:
+        root = studio.roots.all("profile")[0]
+        return sorted(p.relative_to(root.path).as_posix() for p in root.path.rglob("*") if p.is_file())[:5000]
+
+    async def whoami(request: Request) -> Response:
+        name = str((await request.form()).get("name") or "").strip()[:80] if request.method == "POST" else ""
+        back = request.query_params.get("next", "/author")
+        back = back if back.startswith("/") and not back.startswith("//") else "/author"
+        if not name:
+            return page("whoami.html", next=back)
+        response = RedirectResponse(back, status_code=303)
+        response.set_cookie(COOKIE, name, httponly=True, samesite="strict")
+        return response
+
+    async def items(request: Request) -> Response:
+        return page("author_items.html", items=ws().items(), me=who(request))
+
+    async def new_item(request: Request) -> Response:
+        item = ws().add_item()
+        return RedirectResponse(f"/author/{item}", status_code=303)
+
+    async def author(request: Request) -> Response:
+        item, me = request.path_params["item"], who(request)
+        if not me:
+            return RedirectResponse(f"/whoami?next=/author/{item}", status_code=303)
+        problems: list[Any] = []
+        stale = None
+        saved_now = False
+        if request.method == "POST":
+            form = await request.form()
+            record = record_from_form(form, item)
+            expected = int(str(form.get("version") or "0")) or None
+            try:
+                ws().save_draft(item, me, record, expected)
+                saved_now = True
+            except StaleEdit as exc:
+                stale = exc
+            except WorkspaceError as exc:
+                return page("message.html", status=400, title="Not saved", message=str(exc))
+            problems = ws().check(record, item)
+            values = _form_values(record)
+        else:
+            saved = ws().draft(item, me)
+            values = _form_values(saved.record if saved else None)
+            if saved:
+                problems = ws().check(saved.record, item)
+        current = ws().draft(item, me)
+        return page("author.html", item=item, me=me, v=values, version=current.version if current else 0,
+                    problems=problems, stale=stale, saved=saved_now, files=files(),
+                    qa_types=["factual_retention", "profiling"])  # fmt: skip
+
+    async def queue(request: Request) -> Response:
+        from hippocamp.studio.agreement import disagreements
+
+        return page("adjudicate_queue.html", queue=disagreements(ws()), items=ws().items())
+
+    async def adjudicate(request: Request) -> Response:
+        from hippocamp.studio.agreement import compare
+
+        item, me = request.path_params["item"], who(request)
+        if not me:
+            return RedirectResponse(f"/whoami?next=/adjudicate/{item}", status_code=303)
+        drafts = ws().drafts(item)
+        stale = None
+        problems: list[Any] = []
+        if request.method == "POST":
+            form = await request.form()
+            record = record_from_form(form, item)
+            expected = int(str(form.get("version") or "0")) or None
+            try:
+                ws().adjudicate(item, me, record, expected)
+            except StaleEdit as exc:
+                stale = exc
+            except WorkspaceError as exc:
+                return page("message.html", status=400, title="Not saved", message=str(exc))
+            problems = ws().check(record, item)
+            values = _form_values(record)
+        else:
+            chosen = ws().adjudication(item)
+            values = _form_values(chosen.record if chosen else (drafts[0].record if drafts else None))
+        fields = compare(drafts[0].record, drafts[1].record) if len(drafts) == 2 else []
+        current = ws().adjudication(item)
+        return page("adjudicate.html", item=item, me=me, drafts=drafts, fields=fields, v=values,
+                    version=current.version if current else 0, stale=stale, problems=problems, files=files(),
+                    qa_types=["factual_retention", "profiling"])  # fmt: skip
+
+    async def export(request: Request) -> Response:
+        out = Path(studio.export_dir)
+        try:
+            result = ws().export(out)
+        except ExportError as exc:
+            return page("message.html", status=400, title="Not exported", message=str(exc))
+        except WorkspaceError as exc:
+            return page("message.html", status=400, title="Not exported", message=str(exc))
+        return page("exported.html", result=result)
+
+    return [
+        Route("/whoami", whoami, methods=["GET", "POST"]),
+        Route("/author", items),
+        Route("/author/new", new_item, methods=["POST"]),
+        Route("/author/{item}", author, methods=["GET", "POST"]),
+        Route("/adjudicate", queue),
+        Route("/adjudicate/{item}", adjudicate, methods=["GET", "POST"]),
+        Route("/export", export, methods=["POST"]),
+    ]
