@@ -187,3 +187,17 @@ def test_authoring_by_clicking_in_a_real_browser(tmp_path: Path) -> None:
         server.should_exit = True
         thread.join(timeout=10)
     print(f"studio screenshots: {shots}")
+
+
+def test_coverage_counts_and_near_duplicate_questions(tmp_path: Path) -> None:
+    ana, _ = _client(tmp_path, "ana")
+    items = [ana.post("/author/new", follow_redirects=False).headers["location"].rsplit("/", 1)[1] for _ in range(3)]
+    questions = ["Who is my landlord?", "Who is the landlord of my flat?", "How long is my gym routine?"]
+    for item, question in zip(items, questions, strict=True):
+        form = _form([0.1, 0.1, 0.5, 0.2], memo=False)
+        form["question"] = question
+        ana.post(f"/author/{item}", data=form)
+    page = ana.get("/author/coverage").text
+    assert "Coverage of 3 questions" in page and "factual_retention" in page and "reasoning:basic" in page
+    duplicates = page.split('id="duplicates"')[1]
+    assert items[0] in duplicates and items[1] in duplicates and items[2] not in duplicates

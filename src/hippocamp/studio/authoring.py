@@ -174,6 +174,27 @@ def authoring_routes(studio: Any, page: Any) -> list[Route]:
                     problems=problems, stale=stale, saved=saved_now, files=files(),
                     qa_types=["factual_retention", "profiling"])  # fmt: skip
 
+    async def coverage_page(request: Request) -> Response:
+        from hippocamp.models.embedding import get_embedder
+        from hippocamp.studio.coverage import coverage, near_duplicates
+
+        records: dict[str, dict[str, Any]] = {}
+        for it in ws().items():
+            chosen = ws().adjudication(it.id)
+            drafts = ws().drafts(it.id)
+            if chosen is not None:
+                records[it.id] = chosen.record
+            elif drafts:
+                records[it.id] = drafts[0].record
+        table = coverage(list(records.values()))
+        try:
+            groups = near_duplicates({k: str(r.get("question") or "") for k, r in records.items()}, get_embedder())
+            note = ""
+        except Exception as exc:  # no embedder installed: the page still shows the counts
+            groups, note = [], f"near duplicates not computed: {type(exc).__name__}: {exc}"
+        questions = {k: str(r.get("question") or "") for k, r in records.items()}
+        return page("coverage.html", cov=table, groups=groups, questions=questions, note=note)
+
     async def queue(request: Request) -> Response:
         from hippocamp.studio.agreement import disagreements
 
@@ -223,6 +244,7 @@ def authoring_routes(studio: Any, page: Any) -> list[Route]:
         Route("/whoami", whoami, methods=["GET", "POST"]),
         Route("/author", items),
         Route("/author/new", new_item, methods=["POST"]),
+        Route("/author/coverage", coverage_page),
         Route("/author/{item}", author, methods=["GET", "POST"]),
         Route("/adjudicate", queue),
         Route("/adjudicate/{item}", adjudicate, methods=["GET", "POST"]),
