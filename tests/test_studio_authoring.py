@@ -201,3 +201,34 @@ def test_coverage_counts_and_near_duplicate_questions(tmp_path: Path) -> None:
     assert "Coverage of 3 questions" in page and "factual_retention" in page and "reasoning:basic" in page
     duplicates = page.split('id="duplicates"')[1]
     assert items[0] in duplicates and items[1] in duplicates and items[2] not in duplicates
+
+
+def test_proposals_see_only_bounded_metadata_and_a_person_edits_them(tmp_path: Path) -> None:
+    """The proposing model gets paths, dates, folders and seed questions, never a file's content; a
+    proposal taken fills the form and becomes a draft only when the person saves it."""
+    from hippocamp.models import get_model
+    from hippocamp.studio.propose import bounded_view
+
+    seen: list[str] = []
+
+    def script(request: Any) -> str:
+        seen.append(request.messages[-1]["content"])
+        return json.dumps([{"question": "When does my lease end?", "files": [LEASE, "not/a/file.pdf"]}])
+
+    ana, studio = _client(tmp_path, "ana")
+    studio.model = "mock"
+    import hippocamp.models as models
+
+    real = models.get_model
+    models.get_model = lambda spec, **kw: real("mock", outputs=script)  # type: ignore[assignment]
+    try:
+        ana.post("/author/propose")
+    finally:
+        models.get_model = real  # type: ignore[assignment]
+    assert seen and LEASE in seen[0] and "Landlord" not in seen[0] and "Oskar" not in seen[0]
+    listing = ana.get("/author").text
+    assert "When does my lease end?" in listing
+    taken = ana.post("/author/take/0")
+    assert "When does my lease end?" in taken.text and LEASE in taken.text and "not/a/file.pdf" not in taken.text
+    assert "mira.example" not in bounded_view(PROFILE / "Mira", ["write to ana.b@mira.example"])
+    assert get_model  # the real factory is untouched

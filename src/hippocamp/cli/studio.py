@@ -26,10 +26,11 @@ def _loopback(host: str) -> bool:
 @click.option("--no-browser", is_flag=True, help="Do not open a browser.")
 @click.option("--workspace", type=click.Path(dir_okay=False, path_type=Path),
               help="Author questions over the first PATH (a profile): the annotation database (SQLite).")  # fmt: skip
+@click.option("--model", "model", default=None, help="A model that proposes questions from paths and dates only.")
 @click.option("--export-to", type=click.Path(file_okay=False, path_type=Path),
               help="Where the export writes the records (default: beside the workspace).")  # fmt: skip
 def studio(paths: tuple[Path, ...], host: str, port: int, no_browser: bool, workspace: Path | None,
-           export_to: Path | None) -> None:  # fmt: skip
+           model: str | None, export_to: Path | None) -> None:  # fmt: skip
     """Open run directories and profiles in a local web app (runs, episodes, evidence at its locator)."""
     import uvicorn
 
@@ -39,6 +40,7 @@ def studio(paths: tuple[Path, ...], host: str, port: int, no_browser: bool, work
     token = None if _loopback(host) else secrets.token_urlsafe(24)
     try:
         state = Studio.open(list(paths), token=token, workspace=workspace, export_dir=export_to)
+        state.model = model
     except (FileNotFoundError, OSError, ValueError, WorkspaceError) as exc:
         fail(str(exc), 1)
     if port == 0:

@@ -45,6 +45,9 @@ class Studio:
     #: the annotation workspace, when authoring is on (`hippocamp studio --workspace`)
     workspace: Any = None
     export_dir: Path | None = None
+    #: the model that proposes questions from bounded metadata (a model string), and its proposals
+    model: str | None = None
+    proposals: list[Any] = field(default_factory=list)
     pictures: OrderedDict[str, bytes] = field(default_factory=OrderedDict)
     max_pictures: int = 128
     #: (root, path, locator) -> the cached picture's key: a page shown again is not rendered again

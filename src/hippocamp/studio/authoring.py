@@ -138,7 +138,29 @@ def authoring_routes(studio: Any, page: Any) -> list[Route]:
         return response
 
     async def items(request: Request) -> Response:
-        return page("author_items.html", items=ws().items(), me=who(request))
+        return page("author_items.html", items=ws().items(), me=who(request), proposals=studio.proposals,
+                    model=studio.model, note=request.query_params.get("note", ""))  # fmt: skip
+
+    async def proposals(request: Request) -> Response:
+        from urllib.parse import quote
+
+        from hippocamp.models import get_model
+        from hippocamp.studio.propose import propose
+
+        if not studio.model:
+            return RedirectResponse("/author?note=" + quote("start the studio with --model to get proposals"), 303)
+        seeds = [str(r.question) for r in ws().profile.records][:5]
+        root = studio.roots.all("profile")[0].path
+        found, note = await propose(get_model(studio.model), root, seeds)
+        studio.proposals[:] = found
+        return RedirectResponse("/author?note=" + quote(note or f"{len(found)} proposals"), status_code=303)
+
+    async def take(request: Request) -> Response:
+        index = int(request.path_params["n"])
+        if not 0 <= index < len(studio.proposals):
+            return page("message.html", status=404, title="Not found", message="no such proposal")
+        item = ws().add_item()
+        return RedirectResponse(f"/author/{item}?proposal={index}", status_code=303)
 
     async def new_item(request: Request) -> Response:
         item = ws().add_item()
@@ -166,7 +188,7 @@ def authoring_routes(studio: Any, page: Any) -> list[Route]:
             values = _form_values(record)
         else:
             saved = ws().draft(item, me)
-            values = _form_values(saved.record if saved else None)
+            values = _form_values(saved.record if saved else _from_proposal(request.query_params.get("proposal")))
             if saved:
                 problems = ws().check(saved.record, item)
         current = ws().draft(item, me)
@@ -194,6 +216,13 @@ def authoring_routes(studio: Any, page: Any) -> list[Route]:
             groups, note = [], f"near duplicates not computed: {type(exc).__name__}: {exc}"
         questions = {k: str(r.get("question") or "") for k, r in records.items()}
         return page("coverage.html", cov=table, groups=groups, questions=questions, note=note)
+
+    def _from_proposal(index: str | None) -> dict[str, Any] | None:
+        if index is None or not index.isdigit() or int(index) >= len(studio.proposals):
+            return None
+        p = studio.proposals[int(index)]
+        return {"question": p.question, "QA_type": p.family,
+                "evidence": [{"file_path": f, "evidence_text": ""} for f in p.files]}  # fmt: skip
 
     async def queue(request: Request) -> Response:
         from hippocamp.studio.agreement import disagreements
@@ -245,6 +274,8 @@ def authoring_routes(studio: Any, page: Any) -> list[Route]:
         Route("/author", items),
         Route("/author/new", new_item, methods=["POST"]),
         Route("/author/coverage", coverage_page),
+        Route("/author/propose", proposals, methods=["POST"]),
+        Route("/author/take/{n:int}", take, methods=["POST"]),
         Route("/author/{item}", author, methods=["GET", "POST"]),
         Route("/adjudicate", queue),
         Route("/adjudicate/{item}", adjudicate, methods=["GET", "POST"]),
