@@ -259,3 +259,29 @@ def test_roots_refuse_every_path_that_leaves_or_is_odd(tmp_path: Path) -> None:
             roots.resolve(root.id, bad)
     with pytest.raises(Refused):
         roots.resolve("p9", "a/note.txt")
+
+
+def test_the_command_serves_on_loopback(runs: list[Path]) -> None:
+    import socket
+    import subprocess
+    import sys
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    command = [sys.executable, "-m", "hippocamp", "studio", str(runs[0]), "--no-browser", "--port", str(port)]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as answer:
+                    assert answer.status == 200 and b"test-studio-a" in answer.read()
+                    break
+            except OSError:
+                assert proc.poll() is None and time.time() < deadline, "the studio did not start"
+                time.sleep(0.2)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
