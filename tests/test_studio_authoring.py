@@ -25,6 +25,7 @@ from hippocamp.validate.run import validate_profile
 PROFILE = example_profile()
 LEASE = "Documents/Housing/Lease Agreement 2024.pdf"
 MEMO = "Recordings/voice memo 2024-10-03.wav"
+BUDGET = "Documents/Finance/budget 2024.xlsx"
 
 
 def _form(box: list[float], version: int = 0, memo: bool = True) -> dict[str, Any]:
@@ -177,6 +178,19 @@ def test_authoring_by_clicking_in_a_real_browser(tmp_path: Path) -> None:
                 memo.click("#use")
             span = json.loads(page.input_value("#ev1_loc"))
             assert span["unit"] == "timestamp" and span["position"]["end"] > span["position"]["start"]
+            page.fill("input[name=ev2_file]", BUDGET)
+            with page.expect_popup() as popup_info:
+                page.click("button.pick[data-target=ev2]")
+            sheet = popup_info.value
+            cells = sheet.locator("td[data-ref]")
+            cells.first.wait_for()
+            sheet.click("td[data-ref=A2]")
+            sheet.click("td[data-ref=B3]")
+            sheet.screenshot(path=str(shots / "pick-cells.png"))
+            with sheet.expect_event("close"):
+                sheet.click("#use")
+            picked_cells = json.loads(page.input_value("#ev2_loc"))
+            assert picked_cells["unit"] == "cells" and picked_cells["position"]["range"] == "A2:B3"
             page.click("#save")
             page.wait_for_selector("#saved")
             page.screenshot(path=str(shots / "author.png"), full_page=True)
