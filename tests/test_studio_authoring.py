@@ -246,3 +246,26 @@ def test_proposals_see_only_bounded_metadata_and_a_person_edits_them(tmp_path: P
     assert "When does my lease end?" in taken.text and LEASE in taken.text and "not/a/file.pdf" not in taken.text
     assert "mira.example" not in bounded_view(PROFILE / "Mira", ["write to ana.b@mira.example"])
     assert get_model  # the real factory is untouched
+
+
+def test_release_qc_flags_identifiers_and_errors(tmp_path: Path) -> None:
+    ana, _ = _client(tmp_path, "ana")
+    ok_item = ana.post("/author/new", follow_redirects=False).headers["location"].rsplit("/", 1)[1]
+    leaky = ana.post("/author/new", follow_redirects=False).headers["location"].rsplit("/", 1)[1]
+    ana.post(f"/author/{ok_item}", data=_form([0.1, 0.1, 0.5, 0.2], memo=False))
+    form = _form([0.1, 0.1, 0.5, 0.2], memo=False)
+    form["answer"] = "Write to oskar.lindqvist@gmail.com or call +44 20 7946 0958."
+    ana.post(f"/author/{leaky}", data=form)
+    import hippocamp.studio.workspace as w
+
+    real = w.Workspace.finished
+    w.Workspace.finished = lambda self, *a, **k: real(self, include_single=True)  # type: ignore[method-assign]
+    try:
+        page = ana.get("/author/qc").text
+    finally:
+        w.Workspace.finished = real  # type: ignore[method-assign]
+    rows = {
+        m.group(1): m.group(2) for m in re.finditer(r'href="/author/([^"]+)">[^<]+</a></td><td class="(yes|no)"', page)
+    }
+    assert rows == {ok_item: "yes", leaky: "no"}
+    assert "EMAIL: oskar.lindqvist@gmail.com" in page and "PHONE" in page

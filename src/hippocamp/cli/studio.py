@@ -27,10 +27,12 @@ def _loopback(host: str) -> bool:
 @click.option("--workspace", type=click.Path(dir_okay=False, path_type=Path),
               help="Author questions over the first PATH (a profile): the annotation database (SQLite).")  # fmt: skip
 @click.option("--model", "model", default=None, help="A model that proposes questions from paths and dates only.")
+@click.option("--build-work", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="The `hippocamp build` work folder of the profile: release QC checks its originals.")  # fmt: skip
 @click.option("--export-to", type=click.Path(file_okay=False, path_type=Path),
               help="Where the export writes the records (default: beside the workspace).")  # fmt: skip
 def studio(paths: tuple[Path, ...], host: str, port: int, no_browser: bool, workspace: Path | None,
-           model: str | None, export_to: Path | None) -> None:  # fmt: skip
+           model: str | None, build_work: Path | None, export_to: Path | None) -> None:  # fmt: skip
     """Open run directories and profiles in a local web app (runs, episodes, evidence at its locator)."""
     import uvicorn
 
@@ -41,6 +43,7 @@ def studio(paths: tuple[Path, ...], host: str, port: int, no_browser: bool, work
     try:
         state = Studio.open(list(paths), token=token, workspace=workspace, export_dir=export_to)
         state.model = model
+        state.build_work = build_work
     except (FileNotFoundError, OSError, ValueError, WorkspaceError) as exc:
         fail(str(exc), 1)
     if port == 0:

@@ -47,6 +47,8 @@ class Studio:
     export_dir: Path | None = None
     #: the model that proposes questions from bounded metadata (a model string), and its proposals
     model: str | None = None
+    #: the work folder of `hippocamp build` that made the profile: its originals must not come back
+    build_work: Path | None = None
     proposals: list[Any] = field(default_factory=list)
     pictures: OrderedDict[str, bytes] = field(default_factory=OrderedDict)
     max_pictures: int = 128

@@ -224,6 +224,12 @@ def authoring_routes(studio: Any, page: Any) -> list[Route]:
         return {"question": p.question, "QA_type": p.family,
                 "evidence": [{"file_path": f, "evidence_text": ""} for f in p.files]}  # fmt: skip
 
+    async def qc_page(request: Request) -> Response:
+        from hippocamp.studio.qc import release_qc
+
+        rows, skipped = release_qc(ws(), studio.build_work)
+        return page("qc.html", rows=rows, skipped=skipped, build_work=studio.build_work)
+
     async def queue(request: Request) -> Response:
         from hippocamp.studio.agreement import disagreements
 
@@ -274,6 +280,7 @@ def authoring_routes(studio: Any, page: Any) -> list[Route]:
         Route("/author", items),
         Route("/author/new", new_item, methods=["POST"]),
         Route("/author/coverage", coverage_page),
+        Route("/author/qc", qc_page),
         Route("/author/propose", proposals, methods=["POST"]),
         Route("/author/take/{n:int}", take, methods=["POST"]),
         Route("/author/{item}", author, methods=["GET", "POST"]),

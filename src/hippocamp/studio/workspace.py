@@ -654,6 +654,12 @@ class Workspace:
         return problems
 
     # -- export ----------------------------------------------------------------------------------
+    def finished(
+        self, thresholds: Thresholds | None = None, include_single: bool = False
+    ) -> tuple[list[dict[str, Any]], dict[str, str]]:
+        """The records an export would write now, and the items it would leave out (id -> why)."""
+        return self._chosen(thresholds, include_single)
+
     def _chosen(
         self, thresholds: Thresholds | None, include_single: bool
     ) -> tuple[list[dict[str, Any]], dict[str, str]]:
