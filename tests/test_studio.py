@@ -100,6 +100,7 @@ def test_a_run_filters_its_episodes(client: TestClient) -> None:
 def test_an_episode_shows_trace_verdict_files_and_rendered_evidence(client: TestClient) -> None:
     pages = [client.get(link).text for link in _episode_links(client, "r0")]
     assert all("Trace" in p and "Files: cited and gold" in p and 'id="verdict"' in p for p in pages)
+    assert any('id="atomic-units"' in p and 'id="file-scores"' in p for p in pages)
     pictures = [src for p in pages for src in re.findall(r'<img class="rendered" src="(/picture/[0-9a-f]+)"', p)]
     assert pictures, "no evidence rendered as a picture (PDF pages, photos)"
     for src in pictures[:5]:
