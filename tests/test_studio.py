@@ -286,3 +286,41 @@ def test_the_command_serves_on_loopback(runs: list[Path]) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+@register("agent", "test-studio-pc")
+class StudioPcAgent:
+    """Cites the first message of its case's first supporting fragment."""
+
+    name: ClassVar[str] = "test-studio-pc"
+    ids: ClassVar[dict[str, dict[str, list[str]]]] = {}
+    gold: ClassVar[dict[str, Any]] = {}
+
+    async def solve(self, task: Task, env: Any, model: Any, budget: Budget) -> Answer:
+        persona = task.id.split("/", 1)[0]
+        fragments = self.gold[task.id].get("supporting_fragments") or []
+        cite = [i for f in fragments[:1] for i in self.ids[persona].get(f, [])[:1]]
+        return Meter(budget).answer("I am not sure.", evidence=[EvidenceItem(file_path=c) for c in cite])
+
+
+def test_a_pcontext_episode_shows_its_supporting_messages_in_their_sessions(tmp_path: Path) -> None:
+    from hippocamp.pcontext import SetConfig, run_set
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HIPPOCAMP_CACHE_DIR", str(tmp_path / "cache"))
+        run_set(SetConfig(out=tmp_path / "set", n=1, seed=3, days=14))
+        suite = load_suite(f"pcontext:{tmp_path / 'set'}", SuiteOptions(embed=False, store=tmp_path / "pc.sqlite"))
+        StudioPcAgent.gold = suite.gold
+        StudioPcAgent.ids = {
+            pid: {f: [str(x["id"]) for x in p.messages if x.get("fragment_id") == f]
+                  for f in {str(x.get("fragment_id")) for x in p.messages}}
+            for pid, p in suite.personas.items()
+        }  # fmt: skip
+        out = tmp_path / "pc-run"
+        asyncio.run(run(suite, "test-studio-pc", "mock", out=out, limit=6))
+        suite.close()
+    client = TestClient(create_app(Studio.open([out])))
+    links = _episode_links(client, "r0")
+    pages = [client.get(link).text for link in links]
+    assert pages and all('id="case"' in p for p in pages)
+    assert any('<table class="session">' in p and 'class="yes">cited' in p for p in pages)

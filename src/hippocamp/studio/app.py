@@ -152,11 +152,14 @@ def create_app(studio: Studio) -> Starlette:
         if run is None or row is None:
             return _not_found("no such episode")
         evidence = _evidence(studio, row) if row.gold is not None else []
+        from hippocamp.studio.runs import support_of
+
+        support = support_of(run, row)
         cited = list(row.episode.answer.files)
         gold_files = row.gold_files
         files = [(f, f in cited, f in gold_files) for f in sorted(set(cited) | set(gold_files))]
         return _page("episode.html", rid=request.path_params["run"], run=run, row=row, evidence=evidence,
-                     files=files, max_observation=MAX_OBSERVATION)  # fmt: skip
+                     files=files, support=support, max_observation=MAX_OBSERVATION)  # fmt: skip
 
     async def compare_page(request: Request) -> Response:
         q = request.query_params

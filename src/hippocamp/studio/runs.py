@@ -32,6 +32,9 @@ class EpisodeRow:
     score: ScoreLine | None
     gold: Any | None  # a HippoCampRecord, when the run's gold is known
     profile_root: Path | None
+    #: P-ContextBench: the case as written and its supporting messages/events, each in its session
+    case: dict[str, Any] | None = None
+    support: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def correct(self) -> str:
@@ -69,6 +72,8 @@ class OpenRun:
     error: str | None = None
     benchmark: str = ""
     profile_roots: list[Path] = field(default_factory=list)
+    pcontext: Any = None  # the persona set's answer keys (`perceive.applog.PersonaSetGold`)
+    personas: dict[str, Any] = field(default_factory=dict)  # persona id -> its logs, read on first use
 
     @property
     def accuracy(self) -> str:
@@ -121,9 +126,54 @@ def open_run(path: Path) -> OpenRun:
             gold = gold_records(run)
         except (FileNotFoundError, ValueError) as exc:
             opened.error = f"gold records: {exc}"
+    if run.benchmark_name == "pcontext":
+        from hippocamp.perceive.applog import read_gold
+
+        opened.pcontext = read_gold(str(run.manifest.suite.get("pcontext_dir") or ""))
+        if opened.pcontext.error:
+            opened.error = f"answer keys: {opened.pcontext.error}"
     for e in episodes:
         eid = episode_id(e.task_id, e.agent, e.epoch)
         profile = e.task_id.split("/", 1)[0] if "/" in e.task_id else ""
         root = roots.get(profile) or roots.get("")
         opened.rows[eid] = EpisodeRow(eid, e, by_key.get((e.task_id, e.agent, e.epoch)), gold.get(e.task_id), root)
+        if opened.pcontext is not None and e.task_id in opened.pcontext.cases:
+            opened.rows[eid].case = opened.pcontext.cases[e.task_id]
     return opened
+
+
+SESSION_CONTEXT = 3
+
+
+def support_of(run: OpenRun, row: EpisodeRow) -> list[dict[str, Any]]:
+    """A P-ContextBench episode's supporting messages and events, each with the messages around it in its
+    session (``SESSION_CONTEXT`` before and after) and whether the agent cited it."""
+    gold = run.pcontext
+    if gold is None or row.case is None:
+        return []
+    from hippocamp.perceive.applog import persona_dirs, read_persona
+
+    persona = gold.persona(row.episode.task_id)
+    if persona not in run.personas:
+        run.personas[persona] = None
+        for d in persona_dirs(Path(gold.source)):
+            logs = read_persona(d)
+            run.personas[logs.id] = logs
+    logs = run.personas[persona]
+    cited = {str(x) for x in row.episode.answer.files} | {e.file_path for e in row.episode.answer.evidence}
+    out = []
+    for mid in gold.gold_ids(row.episode.task_id):
+        shown = gold.evidence.get(persona, {}).get(mid, {"id": mid, "speaker": "", "time": "", "text": ""})
+        context: list[dict[str, Any]] = []
+        if logs is not None:
+            index = next((i for i, m in enumerate(logs.messages) if str(m.get("id")) == mid), None)
+            if index is not None:
+                session = logs.messages[index].get("session_id")
+                same = [m for m in logs.messages if m.get("session_id") == session]
+                at = next(i for i, m in enumerate(same) if str(m.get("id")) == mid)
+                context = [{"id": str(m.get("id")), "speaker": str(m.get("sender") or ""),
+                            "time": str(m.get("timestamp") or ""), "text": str(m.get("text") or ""),
+                            "target": str(m.get("id")) == mid}
+                           for m in same[max(0, at - SESSION_CONTEXT) : at + SESSION_CONTEXT + 1]]  # fmt: skip
+        out.append({**shown, "cited": mid in cited, "context": context})
+    return out
