@@ -107,6 +107,7 @@ def test_an_episode_shows_trace_verdict_files_and_rendered_evidence(client: Test
         shot = client.get(src)
         assert shot.status_code == 200 and shot.content.startswith(b"\x89PNG")
     players = [m for p in pages for m in re.findall(r'<(audio|video) class="player"[^>]*src="([^"]+)"', p)]
+    assert players, [e for p in pages for e in re.findall(r'render-error">([^<]+)', p)]
     for _, src in players[:3]:
         assert "#t=" in src or src.startswith("/file/")
         assert client.get(src.split("#")[0]).status_code == 200
@@ -231,6 +232,23 @@ def test_the_app_in_a_real_browser(runs: list[Path], tmp_path: Path) -> None:
                     shown = True
                     break
             assert shown, "no episode showed rendered evidence"
+            played = False
+            page.goto(f"http://127.0.0.1:{port}/runs/r0")
+            for i in range(page.locator("#episodes a").count()):
+                page.goto(f"http://127.0.0.1:{port}/runs/r0")
+                page.locator("#episodes a").nth(i).click()
+                page.wait_for_selector("#verdict")
+                player = page.locator(".player[src*='#t=']")
+                if player.count():
+                    src = player.first.get_attribute("src") or ""
+                    start = float(src.split("#t=", 1)[1].split(",")[0])
+                    page.wait_for_function("document.querySelector('.player').readyState >= 1", timeout=20_000)
+                    at = page.evaluate("document.querySelector('.player').currentTime")
+                    assert abs(at - start) < 0.5, (src, at)  # the player starts at the cited second
+                    page.screenshot(path=str(shots / "episode-audio.png"), full_page=True)
+                    played = True
+                    break
+            assert played, "no episode had a recording cited at a time"
             assert not [e for e in errors if "favicon" not in e], errors
             browser.close()
     finally:

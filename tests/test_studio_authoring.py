@@ -195,8 +195,40 @@ def test_authoring_by_clicking_in_a_real_browser(tmp_path: Path) -> None:
             page.wait_for_selector("#saved")
             page.screenshot(path=str(shots / "author.png"), full_page=True)
             assert page.locator("#valid").count() == 1, page.inner_text("#problems")
+            item = page.url.rstrip("/").rsplit("/", 1)[1]
+            # a second annotator drafts the same question with another region; a third adjudicates
+            ben = browser.new_context().new_page()
+            ben.goto(f"{base}/whoami?next=/author/{item}")
+            ben.fill("#name", "ben")
+            ben.click("#start")
+            ben.wait_for_selector("#record")
+            ben.fill("#question", "Who is my landlord?")
+            ben.fill("#answer-field", "Oskar Lindqvist.")
+            ben.fill("input[name=ev0_file]", LEASE)
+            ben.fill("input[name=ev0_text]", "Landlord: Oskar Lindqvist")
+            far = {"unit": "region", "position": {"page": 3, "box": [0.5, 0.6, 0.9, 0.9], "box_units": "norm"}}
+            ben.fill("#ev0_loc", json.dumps(far))
+            ben.click("#save")
+            ben.wait_for_selector("#saved")
+            cleo = browser.new_context().new_page()
+            cleo.goto(f"{base}/whoami?next=/adjudicate")
+            cleo.fill("#name", "cleo")
+            cleo.click("#start")
+            cleo.wait_for_selector("#queue")
+            assert item in cleo.inner_text("#queue")
+            cleo.click(f"#queue a[href='/adjudicate/{item}']")
+            cleo.wait_for_selector("#fields")
+            cleo.screenshot(path=str(shots / "adjudicate.png"), full_page=True)
+            cleo.click("#save")
+            cleo.wait_for_selector("#resolved")
+            cleo.goto(f"{base}/author")
+            cleo.click("#export")
+            cleo.wait_for_selector("#exported")
             assert not errors, errors
             browser.close()
+        exported = tmp_path / "export" / "Mira.json"
+        report = validate_profile(load_profile(exported, root=str(PROFILE / "Mira")))
+        assert not [p for p in report.problems if p.severity == "error"]
     finally:
         server.should_exit = True
         thread.join(timeout=10)
