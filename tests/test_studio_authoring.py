@@ -245,6 +245,7 @@ def test_coverage_counts_and_near_duplicate_questions(tmp_path: Path) -> None:
         ana.post(f"/author/{item}", data=form)
     page = ana.get("/author/coverage").text
     assert "Coverage of 3 questions" in page and "factual_retention" in page and "reasoning:basic" in page
+    assert 'id="targets"' in page and "profiling" in page.split('id="targets"')[1]
     duplicates = page.split('id="duplicates"')[1]
     assert items[0] in duplicates and items[1] in duplicates and items[2] not in duplicates
 

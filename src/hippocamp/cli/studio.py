@@ -29,10 +29,13 @@ def _loopback(host: str) -> bool:
 @click.option("--model", "model", default=None, help="A model that proposes questions from paths and dates only.")
 @click.option("--build-work", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="The `hippocamp build` work folder of the profile: release QC checks its originals.")  # fmt: skip
+@click.option("--targets", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help='Coverage targets as JSON: {"family": {"profiling": 0.2, ...}, "modality": {...}}.')  # fmt: skip
 @click.option("--export-to", type=click.Path(file_okay=False, path_type=Path),
               help="Where the export writes the records (default: beside the workspace).")  # fmt: skip
 def studio(paths: tuple[Path, ...], host: str, port: int, no_browser: bool, workspace: Path | None,
-           model: str | None, build_work: Path | None, export_to: Path | None) -> None:  # fmt: skip
+           model: str | None, build_work: Path | None, targets: Path | None,
+           export_to: Path | None) -> None:  # fmt: skip
     """Open run directories and profiles in a local web app (runs, episodes, evidence at its locator)."""
     import uvicorn
 
@@ -44,6 +47,15 @@ def studio(paths: tuple[Path, ...], host: str, port: int, no_browser: bool, work
         state = Studio.open(list(paths), token=token, workspace=workspace, export_dir=export_to)
         state.model = model
         state.build_work = build_work
+        if targets is not None:
+            import json
+
+            try:
+                state.targets = json.loads(targets.read_text(encoding="utf-8"))
+            except ValueError as exc:
+                fail(f"{targets}: the coverage targets are not JSON: {exc}", 1)
+            if not isinstance(state.targets, dict) or not all(isinstance(v, dict) for v in state.targets.values()):
+                fail(f'{targets}: expected {{"axis": {{"value": share, ...}}, ...}}', 1)
     except (FileNotFoundError, OSError, ValueError, WorkspaceError) as exc:
         fail(str(exc), 1)
     if port == 0:

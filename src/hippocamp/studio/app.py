@@ -49,6 +49,8 @@ class Studio:
     model: str | None = None
     #: the work folder of `hippocamp build` that made the profile: its originals must not come back
     build_work: Path | None = None
+    #: coverage targets, share per value per axis (default: the HippoCamp release's family mix)
+    targets: dict[str, dict[str, float]] | None = None
     proposals: list[Any] = field(default_factory=list)
     pictures: OrderedDict[str, bytes] = field(default_factory=OrderedDict)
     max_pictures: int = 128

@@ -208,7 +208,9 @@ def authoring_routes(studio: Any, page: Any) -> list[Route]:
                 records[it.id] = chosen.record
             elif drafts:
                 records[it.id] = drafts[0].record
-        table = coverage(list(records.values()))
+        from hippocamp.studio.coverage import HIPPOCAMP_TARGETS
+
+        table = coverage(list(records.values()), studio.targets or HIPPOCAMP_TARGETS)
         try:
             groups = near_duplicates({k: str(r.get("question") or "") for k, r in records.items()}, get_embedder())
             note = ""

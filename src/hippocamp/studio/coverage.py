@@ -17,7 +17,10 @@ from typing import Any
 
 from hippocamp.schema.filetypes import extension, modality_of
 
-__all__ = ["Coverage", "coverage", "near_duplicates"]
+__all__ = ["HIPPOCAMP_TARGETS", "Coverage", "coverage", "near_duplicates"]
+
+#: the HippoCamp release's mix of question families (521 factual retention, 60 profiling of 581)
+HIPPOCAMP_TARGETS: dict[str, dict[str, float]] = {"family": {"factual_retention": 521 / 581, "profiling": 60 / 581}}
 
 
 @dataclass
