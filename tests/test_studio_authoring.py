@@ -174,10 +174,22 @@ def test_authoring_by_clicking_in_a_real_browser(tmp_path: Path) -> None:
             memo.click("#mark-start")
             memo.evaluate("document.querySelector('.player').currentTime = 1.5")
             memo.click("#mark-end")
+            assert json.loads(memo.input_value("#picked"))["position"] == {"start": 0.5, "end": 1.5}
+            wave = memo.locator("#waveform")
+            wave.wait_for()
+            duration = float(wave.get_attribute("data-duration") or 0)
+            area = wave.bounding_box()
+            assert duration > 1 and area is not None
+            memo.mouse.move(area["x"] + area["width"] * 0.2, area["y"] + area["height"] / 2)
+            memo.mouse.down()
+            memo.mouse.move(area["x"] + area["width"] * 0.6, area["y"] + area["height"] / 2, steps=4)
+            memo.mouse.up()
+            memo.screenshot(path=str(shots / "pick-waveform.png"))
             with memo.expect_event("close"):
                 memo.click("#use")
             span = json.loads(page.input_value("#ev1_loc"))
             assert span["unit"] == "timestamp" and span["position"]["end"] > span["position"]["start"]
+            assert abs(span["position"]["start"] - 0.2 * duration) < 0.05 * duration + 0.1
             page.fill("input[name=ev2_file]", BUDGET)
             with page.expect_popup() as popup_info:
                 page.click("button.pick[data-target=ev2]")

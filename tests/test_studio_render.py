@@ -370,3 +370,18 @@ def test_plans_carried_out(tmp_path: Path) -> None:
     assert shown[-1].label == "notes"
     with pytest.raises(RenderError, match=r"budget\.xlsx: .*not shown as a picture"):
         render_png(book, render_plan(book, None))
+
+
+def test_a_recording_is_drawn_as_a_waveform_with_its_duration(tmp_path: Path) -> None:
+    from conftest import make_wav
+
+    from hippocamp.studio.render import RenderError, waveform_png
+
+    wav = make_wav(tmp_path / "memo.wav", seconds=3.0)
+    data, duration = waveform_png(wav, width=400, height=80)
+    with Image.open(io.BytesIO(data)) as img:
+        assert img.format == "PNG" and img.size == (400, 80)
+    assert abs(duration - 3.0) < 0.05
+    (tmp_path / "silent.wav").write_bytes(b"RIFF not really a wave file")
+    with pytest.raises(RenderError, match="silent.wav"):
+        waveform_png(tmp_path / "silent.wav")

@@ -200,7 +200,16 @@ def create_app(studio: Studio) -> Starlette:
             locator = {"unit": "page", "position": {"system_page": 1}}
         pick = request.query_params.get("pick", "")
         shown_page = (locator or {}).get("position", {}).get("system_page") if isinstance(locator, dict) else None
-        return _page("view.html", root_id=root_id, rel=rel, item=_render_item(studio, root_id, rel, locator),
+        item = _render_item(studio, root_id, rel, locator)
+        if pick and item.get("kind") == "media":
+            from hippocamp.studio import render
+
+            try:
+                data, duration = render.waveform_png(studio.roots.resolve(root_id, rel))
+                item.update(waveform=f"/picture/{studio.remember(data)}", duration=round(duration, 3))
+            except render.RenderError as exc:
+                item.update(waveform_error=str(exc))
+        return _page("view.html", root_id=root_id, rel=rel, item=item,
                      pick=pick if pick.replace("_", "").isalnum() else "", page=shown_page)  # fmt: skip
 
     async def raw_file(request: Request) -> Response:

@@ -795,6 +795,47 @@ def media_fragment(locator: TimeRange | str) -> str:
     return f"#t={_num(locator.start)}{end}"
 
 
+WAVE_RATE = 2000  # samples per second of the decoded mono signal a waveform is drawn from
+WAVE_MAX_SECONDS = 4 * 3600
+WAVE_TIMEOUT = 60.0
+
+
+def waveform_png(
+    path: Path, width: int = 1000, height: int = 120, limits: Limits = DEFAULT_LIMITS
+) -> tuple[bytes, float]:
+    """The recording (or a video's sound) drawn as a waveform (the min-max envelope per column) and its
+    duration in seconds. ffmpeg decodes it to mono at `WAVE_RATE` under a time limit; no sound, a missing
+    ffmpeg or a failure is a `RenderError`."""
+    import shutil
+    import subprocess
+
+    import numpy as np
+
+    _check_file(path, limits)
+    ffmpeg = shutil.which("ffmpeg")
+    if ffmpeg is None:
+        raise _error(path, "drawing a waveform needs ffmpeg (Debian package ffmpeg)")
+    command = [ffmpeg, "-nostdin", "-v", "error", "-i", str(path), "-t", str(WAVE_MAX_SECONDS), "-vn", "-ac", "1",
+               "-ar", str(WAVE_RATE), "-f", "s16le", "-"]  # fmt: skip
+    try:
+        done = subprocess.run(command, capture_output=True, timeout=WAVE_TIMEOUT, check=False)
+    except subprocess.TimeoutExpired:
+        raise _error(path, f"decoding the sound took more than {WAVE_TIMEOUT:.0f} s") from None
+    samples = np.frombuffer(done.stdout[: len(done.stdout) // 2 * 2], dtype="<i2")
+    if done.returncode != 0 or samples.size == 0:
+        why = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no sound"]
+        raise _error(path, f"no sound could be decoded ({why[0][:200]})")
+    duration = samples.size / WAVE_RATE
+    columns = np.array_split(samples.astype(np.float32) / 32768.0, min(width, samples.size))
+    img = Image.new("RGB", (len(columns), height), (250, 250, 250))
+    draw = ImageDraw.Draw(img)
+    middle = height / 2
+    for x, col in enumerate(columns):
+        low, high = float(col.min()), float(col.max())
+        draw.line([(x, middle - high * middle), (x, middle - low * middle)], fill=(40, 90, 160))
+    return _png(img), duration
+
+
 # -- describe ------------------------------------------------------------------------------------------
 def _plural(noun: str, first: int, last: int | None) -> str:
     return f"{noun} {first}" if last is None or last == first else f"{noun}s {first}-{last}"
