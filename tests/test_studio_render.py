@@ -374,7 +374,6 @@ def test_plans_carried_out(tmp_path: Path) -> None:
 
 def test_a_recording_is_drawn_as_a_waveform_with_its_duration(tmp_path: Path) -> None:
     from conftest import make_wav
-
     from hippocamp.studio.render import RenderError, waveform_png
 
     wav = make_wav(tmp_path / "memo.wav", seconds=3.0)
