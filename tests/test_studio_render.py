@@ -382,5 +382,5 @@ def test_a_recording_is_drawn_as_a_waveform_with_its_duration(tmp_path: Path) ->
         assert img.format == "PNG" and img.size == (400, 80)
     assert abs(duration - 3.0) < 0.05
     (tmp_path / "silent.wav").write_bytes(b"RIFF not really a wave file")
-    with pytest.raises(RenderError, match="silent.wav"):
+    with pytest.raises(RenderError, match=r"silent\.wav"):
         waveform_png(tmp_path / "silent.wav")
