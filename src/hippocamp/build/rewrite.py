@@ -24,13 +24,14 @@ fails its message: nothing is kept un-anonymized); an editor returning edits tha
 raises `EditError`, and an exception of the editor itself passes through unchanged (bugs of the caller,
 not of the file). Formats register by extension in `_HANDLERS`; `RewriteJob` is what a handler works with.
 The handler modules (mail, image, Office, PDF) import it from here; this module reaches their handlers
-through imports inside small wrappers (`_ical`, `_jpeg`, `_office`...), so nothing imports in a circle.
+through handlers that import their module when first called (`_later`), so nothing imports in a circle.
 """
 
 from __future__ import annotations
 
 import codecs
 import dataclasses
+import importlib
 import json
 import os
 import re
@@ -512,58 +513,20 @@ def _rewrite_json(data: bytes, job: RewriteJob) -> bytes:
 
 
 # -- dispatch ---------------------------------------------------------------------------------------------
-def _ical(data: bytes, job: RewriteJob) -> bytes:
-    from hippocamp.build.rewrite_mail import rewrite_ical
+def _later(module: str, name: str) -> Handler:
+    """A handler that lives in another module, imported when first called (so nothing imports in a circle)."""
 
-    return rewrite_ical(data, job)
+    def handler(data: bytes, job: RewriteJob) -> bytes:
+        found: Handler = getattr(importlib.import_module(f"hippocamp.build.{module}"), name)
+        return found(data, job)
 
-
-def _eml(data: bytes, job: RewriteJob) -> bytes:
-    from hippocamp.build.rewrite_mail import rewrite_eml
-
-    return rewrite_eml(data, job)
+    return handler
 
 
-def _mbox(data: bytes, job: RewriteJob) -> bytes:
-    from hippocamp.build.rewrite_mail import rewrite_mbox
-
-    return rewrite_mbox(data, job)
-
-
-def _jpeg(data: bytes, job: RewriteJob) -> bytes:
-    from hippocamp.build.rewrite_image import rewrite_jpeg
-
-    return rewrite_jpeg(data, job)
-
-
-def _png(data: bytes, job: RewriteJob) -> bytes:
-    from hippocamp.build.rewrite_image import rewrite_png
-
-    return rewrite_png(data, job)
-
-
-def _webp(data: bytes, job: RewriteJob) -> bytes:
-    from hippocamp.build.rewrite_image import rewrite_webp
-
-    return rewrite_webp(data, job)
-
-
-def _tiff(data: bytes, job: RewriteJob) -> bytes:
-    from hippocamp.build.rewrite_image import rewrite_tiff
-
-    return rewrite_tiff(data, job)
-
-
-def _office(data: bytes, job: RewriteJob) -> bytes:
-    from hippocamp.build.rewrite_office import rewrite_package
-
-    return rewrite_package(data, job)
-
-
-def _pdf(data: bytes, job: RewriteJob) -> bytes:
-    from hippocamp.build.rewrite_pdf import rewrite_pdf
-
-    return rewrite_pdf(data, job)
+_ical, _eml, _mbox = (_later("rewrite_mail", f"rewrite_{n}") for n in ("ical", "eml", "mbox"))
+_jpeg, _png, _webp, _tiff = (_later("rewrite_image", f"rewrite_{n}") for n in ("jpeg", "png", "webp", "tiff"))
+_office = _later("rewrite_office", "rewrite_package")
+_pdf = _later("rewrite_pdf", "rewrite_pdf")
 
 
 _TEXT_EXTS = (
