@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from hippocamp.studio.workspace import ExportError, StaleEdit, Workspace, WorkspaceError
+from hippocamp.studio.workspace import StaleEdit, Workspace, WorkspaceError
 
 __all__ = ["authoring_routes", "record_from_form"]
 
@@ -127,6 +127,22 @@ def authoring_routes(studio: Any, page: Any) -> list[Route]:
         root = studio.roots.all("profile")[0]
         return sorted(p.relative_to(root.path).as_posix() for p in root.path.rglob("*") if p.is_file())[:5000]
 
+    async def save_posted(
+        request: Request, item: str, me: str, save: Any
+    ) -> tuple[dict[str, Any], StaleEdit | None, Response | None]:
+        """The posted form saved as ``me``'s draft or adjudication (``save``): the record, the stale edit that
+        refused it (shown with the other person's record), or a page saying why it was not saved."""
+        form = await request.form()
+        record = record_from_form(form, item)
+        expected = int(str(form.get("version") or "0")) or None
+        try:
+            save(item, me, record, expected)
+        except StaleEdit as exc:
+            return record, exc, None
+        except WorkspaceError as exc:
+            return record, None, page("message.html", status=400, title="Not saved", message=str(exc))
+        return record, None, None
+
     async def whoami(request: Request) -> Response:
         name = str((await request.form()).get("name") or "").strip()[:80] if request.method == "POST" else ""
         back = request.query_params.get("next", "/author")
@@ -174,16 +190,10 @@ def authoring_routes(studio: Any, page: Any) -> list[Route]:
         stale = None
         saved_now = False
         if request.method == "POST":
-            form = await request.form()
-            record = record_from_form(form, item)
-            expected = int(str(form.get("version") or "0")) or None
-            try:
-                ws().save_draft(item, me, record, expected)
-                saved_now = True
-            except StaleEdit as exc:
-                stale = exc
-            except WorkspaceError as exc:
-                return page("message.html", status=400, title="Not saved", message=str(exc))
+            record, stale, refused = await save_posted(request, item, me, ws().save_draft)
+            if refused is not None:
+                return refused
+            saved_now = stale is None
             problems = ws().check(record, item)
             values = _form_values(record)
         else:
@@ -247,15 +257,9 @@ def authoring_routes(studio: Any, page: Any) -> list[Route]:
         stale = None
         problems: list[Any] = []
         if request.method == "POST":
-            form = await request.form()
-            record = record_from_form(form, item)
-            expected = int(str(form.get("version") or "0")) or None
-            try:
-                ws().adjudicate(item, me, record, expected)
-            except StaleEdit as exc:
-                stale = exc
-            except WorkspaceError as exc:
-                return page("message.html", status=400, title="Not saved", message=str(exc))
+            record, stale, refused = await save_posted(request, item, me, ws().adjudicate)
+            if refused is not None:
+                return refused
             problems = ws().check(record, item)
             values = _form_values(record)
         else:
@@ -271,9 +275,7 @@ def authoring_routes(studio: Any, page: Any) -> list[Route]:
         out = Path(studio.export_dir)
         try:
             result = ws().export(out)
-        except ExportError as exc:
-            return page("message.html", status=400, title="Not exported", message=str(exc))
-        except WorkspaceError as exc:
+        except WorkspaceError as exc:  # ExportError too: the errors that block the export, listed
             return page("message.html", status=400, title="Not exported", message=str(exc))
         return page("exported.html", result=result)
 
