@@ -36,7 +36,7 @@ from hippocamp.build.pii import (
 from hippocamp.build.pseudonyms import PUBLIC_MAIL_DOMAINS, Pseudonyms, match_case
 from hippocamp.build.rewrite import Edit
 
-__all__ = ["Anonymizer", "Replacement"]
+__all__ = ["Anonymizer"]
 
 _NAME_SOURCES_STRONG = {"display-name", "titled", "given-name", "surname-given", "signature", "greeting", "sign-off"}
 _TITLES = {"mr", "mrs", "ms", "mx", "miss", "dr", "prof", "professor", "sir", "dame", "rev", "fr", "judge", "hon"}
@@ -85,15 +85,6 @@ def _re2_any(literals: list[str]) -> Any:
     options.case_sensitive = False
     options.max_mem = 256 << 20
     return re2.compile("|".join(re.escape(t) for t in literals), options)
-
-
-@dataclass(frozen=True)
-class Replacement:
-    """One replacement made, for the review report: kind, original, pseudonym."""
-
-    kind: str
-    original: str
-    new: str
 
 
 @dataclass

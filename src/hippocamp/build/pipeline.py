@@ -47,7 +47,6 @@ from hippocamp.build.anonymize import Anonymizer
 from hippocamp.build.inventory import SourceFile, inventory
 from hippocamp.build.pseudonyms import Pseudonyms
 from hippocamp.build.work import Extracted, Rewritten, extract_one, rewrite_one
-from hippocamp.perceive.run import FileResult
 from hippocamp.perceive.wall import ReaderPool, ReadLimits
 from hippocamp.schema.filetypes import extension
 
@@ -55,7 +54,6 @@ __all__ = ["BUILD_VERSION", "BuildConfig", "BuildError", "BuildStopped", "approv
 
 BUILD_VERSION = "1"
 _HASHABLE_IMAGES = {"jpg", "jpeg", "png", "gif", "bmp", "tif", "tiff", "webp"}
-STAGES = ("inventory", "filter", "extract", "screen", "dedup", "anonymize", "cohere", "review")
 
 
 class BuildError(Exception):
@@ -309,9 +307,6 @@ def run_build(
     for rel in sorted(released):
         residual += [{"file": released[rel], "where": f"{kind} in {where} (pixels or speech: not rewritten)",
                       "original": text} for where, kind, text in extracted[rel].media]  # fmt: skip
-    counts: dict[str, int] = defaultdict(int)
-    for (kind, _), _new in anonymizer.replacements.items():
-        counts[kind] += 1
     state.stages["anonymize"] = _artifact(work, 4, "anonymize", {
         "files": len(released), "failed": sum(1 for r in rows if r["status"] != "ok"),
         "renamed": sum(1 for a, b in released.items() if a != b), "edits": sum(r["edits"] for r in rows),
@@ -550,7 +545,3 @@ def rewritten_paths(work: Path) -> dict[str, str]:
         if row.get("status") == "ok":
             out[row["path"]] = row["new_path"]
     return out
-
-
-def _is_failed(result: Any) -> bool:
-    return isinstance(result, FileResult)
