@@ -230,3 +230,40 @@ def resolve_input(records: Path | None, root: Path | None, variant: str, example
         return load_profile(records, root=root, variant=variant)
     except (ProfileError, RecordsFileError) as exc:
         fail(str(exc))
+
+
+def _executor_spec(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    from hippocamp.executors import ExecutorError, parse_executor
+
+    try:
+        parse_executor(value)
+    except ExecutorError as exc:
+        raise click.BadParameter(str(exc)) from None
+    return value
+
+
+EXECUTOR_OPTIONS = [
+    click.option("--executor", "executor_spec", default="local", show_default=True, callback=_executor_spec,
+                 help="Where the work runs: local (this machine), ray (a Ray started for this command), "
+                      "ray:auto (the cluster this machine belongs to), ray:HOST:PORT (a head's address) or "
+                      "ray://HOST:PORT (Ray Client). Needs the 'ray' extra."),
+    click.option("--ship", type=click.Choice(["auto", "path", "objects"]), default="auto", show_default=True,
+                 help="How a cluster's workers reach the profile and store: by the same path on shared storage, "
+                      "through Ray's object store (small profiles), or auto (the path when every node sees it)."),
+]  # fmt: skip
+
+
+def executor_options(fn: Any) -> Any:
+    for option in reversed(EXECUTOR_OPTIONS):
+        fn = option(fn)
+    return fn
+
+
+def open_executor_or_fail(spec: str, ship: str) -> Any:
+    """The executor of ``--executor``/``--ship`` (connected), or exit 2 with why; close it when done."""
+    from hippocamp.executors import ExecutorError, open_executor
+
+    try:
+        return open_executor(spec, ship=ship)
+    except ExecutorError as exc:
+        fail(str(exc))

@@ -7,7 +7,13 @@ from pathlib import Path
 
 import click
 
-from hippocamp.cli._common import fail, model_option, writable_dir_option
+from hippocamp.cli._common import (
+    executor_options,
+    fail,
+    model_option,
+    open_executor_or_fail,
+    writable_dir_option,
+)
 
 
 def _template_or_model(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -51,7 +57,9 @@ PRESETS: dict[str, dict[str, object]] = {
                    "or only measure the ranks.")  # fmt: skip
 @click.option("--recovery-k", default=10, show_default=True, type=click.IntRange(min=1),
               help="A fact is found when one of its fragments is among this many search results.")  # fmt: skip
-@click.option("--concurrency", default=4, show_default=True, type=click.IntRange(min=1), help="Model calls in flight.")
+@click.option("--concurrency", default=4, show_default=True, type=click.IntRange(min=1),
+              help="Model calls in flight (with --executor ray: personas in flight).")  # fmt: skip
+@executor_options
 def personas(
     preset: str | None,
     n: int | None,
@@ -69,6 +77,8 @@ def personas(
     recovery: str,
     recovery_k: int,
     concurrency: int,
+    executor_spec: str,
+    ship: str,
 ) -> None:
     """Write OUT/<persona>/{persona,facts,circle}.json, messenger/calendar/cases .jsonl, calendar.ics,
     verification.json, and OUT/summary.json. Re-running the same command continues a stopped run."""
@@ -105,10 +115,14 @@ def personas(
         recovery=recovery, recovery_k=recovery_k, concurrency=concurrency,
     )  # fmt: skip
     started = time.perf_counter()
+    executor = open_executor_or_fail(executor_spec, ship)
     try:
-        s = run_set(cfg, model=chat, verifier=judge, progress=lambda pid: click.echo(f"  {pid} done", err=True))
+        s = run_set(cfg, model=chat, verifier=judge, progress=lambda pid: click.echo(f"  {pid} done", err=True),
+                    executor=executor)  # fmt: skip
     except (PipelineError, SeedError) as exc:
         fail(str(exc))
+    finally:
+        executor.close()
     click.echo(
         f"wrote {s.personas} personas to {out} in {time.perf_counter() - started:.1f} s: {s.facts} facts, "
         f"{s.fragments} fragments ({s.fragments_by_app['messenger']} messenger, {s.fragments_by_app['calendar']} "

@@ -15,9 +15,11 @@ import click
 from hippocamp.cli._common import (
     agent_option,
     console,
+    executor_options,
     fail,
     model_option,
     new_file_option,
+    open_executor_or_fail,
     writable_dir_option,
 )
 
@@ -40,7 +42,7 @@ def suite_options(fn: Any) -> Any:
 
 
 def _load(spec: str, store_path: Path | None, no_ocr: bool, no_asr: bool, no_embed: bool, quiet: bool,
-          terminal: str = "auto") -> Any:  # fmt: skip
+          terminal: str = "auto", executor: Any = None) -> Any:  # fmt: skip
     """The suite, indexed, with a transient progress bar on stderr."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
@@ -52,7 +54,8 @@ def _load(spec: str, store_path: Path | None, no_ocr: bool, no_asr: bool, no_emb
         terminal_backend(terminal)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--terminal") from None
-    options = SuiteOptions(ocr=not no_ocr, asr=not no_asr, embed=not no_embed, store=store_path, terminal=terminal)
+    options = SuiteOptions(ocr=not no_ocr, asr=not no_asr, embed=not no_embed, store=store_path, terminal=terminal,
+                           executor=executor)  # fmt: skip
     err = console(stderr=True)
     with Progress(TextColumn("indexing {task.description}"), BarColumn(), MofNCompleteColumn(),
                   console=err, transient=True, disable=quiet or not err.is_terminal) as bar:  # fmt: skip
@@ -109,6 +112,7 @@ def budget_options(fn: Any) -> Any:
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), callback=writable_dir_option,
               help="The run directory (created if needed).")  # fmt: skip
 @suite_options
+@executor_options
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def run_cmd(
     suite_spec: str,
@@ -127,19 +131,37 @@ def run_cmd(
     no_asr: bool,
     no_embed: bool,
     terminal: str,
+    executor_spec: str,
+    ship: str,
     as_json: bool,
 ) -> None:
     """Run AGENT with MODEL over every task of SUITE, EPOCHS times, into OUT.
 
     OUT holds manifest.json and episodes.jsonl (one line per finished episode). Running the same
-    command again resumes: finished episodes are skipped, none is run twice. Safe to interrupt.
+    command again resumes: finished episodes are skipped, none is run twice. Safe to interrupt. With
+    --executor ray... episodes run on a cluster's workers (a worker lost mid-episode runs it again
+    elsewhere); this process writes episodes.jsonl.
     """
+    executor = open_executor_or_fail(executor_spec, ship)
+    try:
+        _run_with(executor, suite_spec, agent, model_spec, epochs, concurrency, limit, per_type, max_steps,
+                  max_tokens, max_seconds, out, store_path, no_ocr, no_asr, no_embed, terminal, as_json)  # fmt: skip
+    finally:
+        executor.close()
+
+
+def _run_with(executor: Any, suite_spec: str, agent: str, model_spec: str, epochs: int, concurrency: int,
+              limit: int | None, per_type: int | None, max_steps: int, max_tokens: int, max_seconds: float,
+              out: Path, store_path: Path | None, no_ocr: bool, no_asr: bool, no_embed: bool, terminal: str,
+              as_json: bool) -> None:  # fmt: skip
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from hippocamp.executors import ExecutorError
     from hippocamp.models import ModelError, ModelNotAvailableError
     from hippocamp.runs import EpisodeLogError, ManifestError, run
 
-    suite = _load(suite_spec, store_path, no_ocr, no_asr, no_embed, quiet=as_json, terminal=terminal)
+    suite = _load(suite_spec, store_path, no_ocr, no_asr, no_embed, quiet=as_json, terminal=terminal,
+                  executor=executor)  # fmt: skip
     out_console = console(stderr=as_json)
     shell = suite.describe().get("terminal")
     if shell and "terminal" in agent:  # say at start which terminal the agent gets, and why
@@ -161,11 +183,11 @@ def run_cmd(
             summary = asyncio.run(run(suite, agent, model_spec, out=out, epochs=epochs, concurrency=concurrency,
                                       limit=limit, per_type=per_type,
                                       budget=_budget(max_steps, max_tokens, max_seconds),
-                                      progress=progress))  # fmt: skip
+                                      progress=progress, executor=executor))  # fmt: skip
     except KeyboardInterrupt:
         out_console.print("[yellow]interrupted: finished episodes are saved; run the same command to continue[/]")
         sys.exit(130)
-    except (ManifestError, EpisodeLogError, ModelNotAvailableError, ValueError) as exc:
+    except (ManifestError, EpisodeLogError, ModelNotAvailableError, ExecutorError, ValueError) as exc:
         fail(str(exc))
     except ModelError as exc:  # the model failed at run time: not the input's fault
         fail(str(exc), code=1)
@@ -183,6 +205,9 @@ def run_cmd(
         f"episodes {summary.episodes_s:.1f} s, of which model {summary.model_s:.1f} s; "
         f"this session {summary.wall_s:.1f} s wall"
     )
+    if summary.lost:
+        out_console.print(f"[yellow]{len(summary.lost)} episode(s) lost on the cluster (not written; run the same "
+                          f"command again to run them): {summary.lost[0]}[/]")  # fmt: skip
 
 
 def _where(locator: Any) -> str:

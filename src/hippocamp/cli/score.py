@@ -9,7 +9,16 @@ from typing import Any
 
 import click
 
-from hippocamp.cli._common import console, fail, model_option, models_option, new_file_option, unknown_name
+from hippocamp.cli._common import (
+    console,
+    executor_options,
+    fail,
+    model_option,
+    models_option,
+    new_file_option,
+    open_executor_or_fail,
+    unknown_name,
+)
 
 #: the choices of --convention and --judge-template, written out so that the command's help needs no
 #: scoring import (a test checks them against `hippocamp.scoring.release.CONVENTIONS` and `judge.TEMPLATES`)
@@ -99,17 +108,22 @@ def _benchmark(run_dir: Path) -> Any:
 @click.option("--retrieval-k", default=10, show_default=True, type=click.IntRange(min=0),
               help="P-ContextBench runs: also measure the store's evidence recall@k (0: skip).")  # fmt: skip
 @click.option("--retrieval-mode", default="hybrid", show_default=True, type=click.Choice(["fts", "vector", "hybrid"]))
+@executor_options
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def score(run_dir: Path | None, judge: str | None, mode: str, panel: str | None, concurrency: int, slack: float,
           convention: str, template: str, io_file: Path | None, no_judge: bool, semantic: bool, out: Path | None,
-          retrieval_k: int, retrieval_mode: str, as_json: bool) -> None:  # fmt: skip
+          retrieval_k: int, retrieval_mode: str, executor_spec: str, ship: str,
+          as_json: bool) -> None:  # fmt: skip
     """Judge every answer of RUN_DIR and score its evidence; writes scores.jsonl (resumable) and
     scores.summary.json. With --hippocamp-io FILE, scores a HippoCamp release file instead.
 
     Every score keeps both judge-failure policies and the cited, touched and retrieved file lists under
-    hippocamp's and the release's path rules; --convention picks the headline."""
+    hippocamp's and the release's path rules; --convention picks the headline. With --executor ray...
+    judgments run on a cluster's workers (the judge's models open there from their model strings)."""
     if (run_dir is None) == (io_file is None):
         fail("give a RUN_DIR or --hippocamp-io FILE")
+    if executor_spec != "local" and io_file is not None:
+        raise click.BadParameter("applies to a RUN_DIR only", param_hint="--executor")
     for flag, value in (("--out", out), ("--no-judge", no_judge), ("--semantic", semantic)):
         if value and io_file is None:
             raise click.BadParameter(f"{flag} applies to --hippocamp-io only", param_hint=flag)
@@ -124,6 +138,7 @@ def score(run_dir: Path | None, judge: str | None, mode: str, panel: str | None,
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from hippocamp.durable import JsonlError
+    from hippocamp.executors import ExecutorError
     from hippocamp.scoring.run_scores import score_run
 
     assert run_dir is not None
@@ -131,6 +146,7 @@ def score(run_dir: Path | None, judge: str | None, mode: str, panel: str | None,
     if not (judge or panel) and not bench.judge_model_needed:
         mode = "facts"  # deterministic scoring (P-ContextBench's rubrics): a model judges only when asked
     chosen = make_judge(judge, mode, panel, template, script)
+    executor = open_executor_or_fail(executor_spec, ship)
     err = console(stderr=True)
     with Progress(TextColumn("judging"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err,
                   transient=True, disable=not err.is_terminal) as bar:  # fmt: skip
@@ -146,10 +162,13 @@ def score(run_dir: Path | None, judge: str | None, mode: str, panel: str | None,
                     retrieval_k=retrieval_k,
                     retrieval_mode=retrieval_mode,
                     convention=convention,
+                    executor=executor,
                 )
             )
-        except (FileNotFoundError, ValueError, JsonlError) as exc:
+        except (FileNotFoundError, ValueError, JsonlError, ExecutorError, TypeError) as exc:
             fail(str(exc))
+        finally:
+            executor.close()
     s = report.summary
     if as_json:
         click.echo(json.dumps(s, indent=2, ensure_ascii=False))

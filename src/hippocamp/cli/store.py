@@ -12,8 +12,10 @@ from hippocamp.cli._common import (
     console,
     date_option,
     embedder_option,
+    executor_options,
     fail,
     new_file_option,
+    open_executor_or_fail,
     writable_dir_option,
 )
 
@@ -85,6 +87,7 @@ def _chunker_option(_ctx: click.Context, _param: click.Parameter, value: str) ->
               "semantic[:THRESHOLD] (hippocamp's: sentences grouped while the embedder finds them similar; "
               "default 0.2; needs embeddings). "
               "Indexing with another chunker reads and chunks every file again.")  # fmt: skip
+@executor_options
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def index(
     profile: Path,
@@ -103,16 +106,20 @@ def index(
     in_process: bool,
     rebuild: bool,
     chunker: str,
+    executor_spec: str,
+    ship: str,
     as_json: bool,
 ) -> None:
     """Index PROFILE: read new and changed files into its store, drop vanished ones, embed segments.
 
     Safe to interrupt: the next run continues. Files are read in worker processes, each file under a
     time and memory limit; a file that cannot be read (or hits a limit) is recorded with its reason,
-    listed at the end, and not read again until it changes or --retry-failed; the run goes on.
+    listed at the end, and not read again until it changes or --retry-failed; the run goes on. With
+    --executor ray... files are read and embedded on the cluster's workers; this process writes the store.
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+    from hippocamp.executors import ExecutorError
     from hippocamp.perceive.base import PerceiveOptions
     from hippocamp.perceive.wall import ReadLimits
     from hippocamp.store import IndexOptions, index_profile
@@ -147,13 +154,18 @@ def index(
                 tasks[stage] = bar.add_task(stage, total=total, path="")
             bar.update(tasks[stage], completed=done, total=total, path=(path or "")[-60:])
 
+        executor = open_executor_or_fail(executor_spec, ship)
         try:
-            report = index_profile(root, store, options, progress)
+            report = index_profile(root, store, options, progress, executor=executor)
         except ChunkerError as exc:
             fail(f"--chunker: {exc}")
+        except ExecutorError as exc:
+            fail(str(exc))
         except KeyboardInterrupt:
             out.print("[yellow]interrupted: what was read is saved; run again to continue[/]")
             sys.exit(130)
+        finally:
+            executor.close()
     counts = store.counts()
     if as_json:
         payload = report.__dict__ | {"store": str(store.path), "root": str(root), "counts": counts}

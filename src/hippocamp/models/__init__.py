@@ -57,4 +57,6 @@ def get_model(spec: str, settings: ModelSettings | None = None, **options: Any) 
             f"unknown model provider {provider!r} in {spec!r}; known: {', '.join(exc.known)}"
         ) from None
     backend = factory(name, **options)
-    return Model(backend, provider=provider, name=name, settings=settings)
+    model = Model(backend, provider=provider, name=name, settings=settings)
+    model.recipe = (spec, dict(options))
+    return model

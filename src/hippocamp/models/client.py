@@ -27,7 +27,7 @@ from hippocamp.models.toolcalls import parse_tool_calls, render_messages, tools_
 from hippocamp.models.types import ChatRequest, Generation, Message, Usage
 from hippocamp.redact import redact_text
 
-__all__ = ["Model", "ModelSettings", "RetryPolicy", "run_sync"]
+__all__ = ["Model", "ModelSettings", "RetryPolicy", "run_sync", "set_gate_provider"]
 
 
 @dataclass(frozen=True)
@@ -63,8 +63,40 @@ _SEMAPHORES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str
 )
 
 
+#: gives a rebuilt `Model` its gate (see `set_gate_provider`)
+_GATE_PROVIDER: Callable[[Model], Callable[[], Any] | None] | None = None
+
+
+def set_gate_provider(provider: Callable[[Model], Callable[[], Any] | None] | None) -> None:
+    """Where models rebuilt in this process (unpickled on a cluster's worker) take their concurrency
+    from: ``provider(model)`` returns a factory of async context managers held around each backend call
+    (a cluster-wide limit), or None for the process's own semaphore."""
+    global _GATE_PROVIDER
+    _GATE_PROVIDER = provider
+
+
+def _rebuild_model(spec: str, settings: ModelSettings | None, options: dict[str, Any]) -> Model:
+    """A `Model` unpickled: opened again from its model string (on a cluster's worker)."""
+    from hippocamp.models import get_model
+
+    model = get_model(spec, settings, **options)
+    if _GATE_PROVIDER is not None:
+        model.gate = _GATE_PROVIDER(model)
+    return model
+
+
 class Model:
-    """A chat model: ``await model.generate(messages, ...)`` -> `Generation`."""
+    """A chat model: ``await model.generate(messages, ...)`` -> `Generation`.
+
+    A model opened from a model string (`hippocamp.models.get_model`) pickles as that string, its options
+    and settings: a cluster's worker opens its own (its client, cache and usage are its own). One built
+    in code from a backend object cannot be pickled."""
+
+    #: (model string, options) it was opened with; set by `get_model`
+    recipe: tuple[str, dict[str, Any]] | None = None
+    #: a factory of async context managers held around each backend call instead of this process's
+    #: per-model semaphore (a cluster-wide gate; see `set_gate_provider`)
+    gate: Callable[[], Any] | None = None
 
     def __init__(
         self,
@@ -89,6 +121,15 @@ class Model:
 
     def __repr__(self) -> str:
         return f"Model({self.id!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        if self.recipe is None:
+            raise TypeError(
+                f"model {self.id} was built in code, not opened from a model string: it cannot be sent to a "
+                "cluster's workers (open it with hippocamp.models.get_model)"
+            )
+        spec, options = self.recipe
+        return (_rebuild_model, (spec, self.settings, options))
 
     @property
     def usage(self) -> Usage:
@@ -208,7 +249,7 @@ class Model:
                 await self._sleep(policy.delay(attempt - 1, self._rng))
             start = time.perf_counter()
             try:
-                async with self._semaphore():
+                async with self.gate() if self.gate is not None else self._semaphore():
                     gen = await asyncio.wait_for(self.backend.complete(request), self.settings.timeout)
             except (TransientModelError, TimeoutError) as exc:
                 last = exc

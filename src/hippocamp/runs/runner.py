@@ -5,8 +5,10 @@ start and appends one line per finished episode to ``episodes.jsonl`` (see `hipp
 Running the same call again resumes: episodes whose key (task_id, agent, epoch) is in the file are
 skipped; a run directory whose manifest holds another config is refused with the differing fields.
 
-Episodes run as asyncio tasks, at most ``concurrency`` at a time (the model adds its own per-model
-limit). An agent that raises is recorded with ``stop="error"`` and its error; one that overruns its
+Episodes run through an executor (`hippocamp.executors`): by default as asyncio tasks in this process,
+or as Ray tasks on a cluster; at most ``concurrency`` at a time (the model adds its own per-model limit,
+cluster-wide on Ray). Either way this process is the one writer of ``episodes.jsonl``.
+An agent that raises is recorded with ``stop="error"`` and its error; one that overruns its
 budget's wall clock (``budget.max_seconds`` plus ``timeout_slack``) is cancelled and recorded with
 ``stop="timeout"``; the run goes on either way.
 """
@@ -14,6 +16,7 @@ budget's wall clock (``budget.max_seconds`` plus ``timeout_slack``) is cancelled
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -23,6 +26,7 @@ from typing import Any
 
 from hippocamp.agents.base import Answer, Budget, Task
 from hippocamp.agents.factory import agent_factory, agent_settings
+from hippocamp.executors import Executor, Job, LocalExecutor
 from hippocamp.redact import redact, redact_text, remember, scrub
 from hippocamp.runs.episodes import Episode, EpisodeKey, EpisodeLog, read_episodes
 from hippocamp.runs.manifest import (
@@ -77,13 +81,16 @@ class RunSummary:
     resumed: int = 0
     #: damaged lines of episodes.jsonl skipped (reported with their line numbers; their episodes re-run)
     damaged_lines: list[str] = field(default_factory=list)
+    #: episodes a cluster gave up on (their workers kept dying): not written, the next run does them
+    lost: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self) | {"out": str(self.out)}
 
 
 def _summarize(out: Path, episodes: list[Episode], planned: int, done: int, skipped: int, wall: float,
-               resumed: int, damaged: list[str] | None = None) -> RunSummary:  # fmt: skip
+               resumed: int, damaged: list[str] | None = None,
+               lost: list[str] | None = None) -> RunSummary:  # fmt: skip
     ordered = sorted(episodes, key=lambda e: e.key)
     stops = Counter(e.answer.stop for e in ordered)
     cost: float | None = 0.0
@@ -106,6 +113,7 @@ def _summarize(out: Path, episodes: list[Episode], planned: int, done: int, skip
         wall_s=round(wall, 3),
         resumed=resumed,
         damaged_lines=list(damaged or []),
+        lost=list(lost or []),
     )
 
 
@@ -116,6 +124,96 @@ def _model_section(model: Any, options: dict[str, Any], secrets: list[str]) -> t
     remember(*secrets)  # blanked wherever they show up later: errors, traces, reports
     compared = {k: v for k, v in sorted(safe.items()) if k not in RUNTIME_OPTIONS}
     return {"options": compared}, {"spec": spec, "options": safe}
+
+
+@dataclass
+class _Episodes:
+    """What runs one episode: picklable (the suite's store and the model pickle as the path and model
+    string to open them again), so a cluster's workers run episodes with the same code as this process."""
+
+    suite: Suite
+    agent: str
+    model: Any
+    model_id: str
+    budget: Budget
+    timeout_slack: float
+    secrets: list[str]
+    _make_agent: Any = field(default=None, repr=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_make_agent": None}
+
+    @property
+    def timeout(self) -> float | None:
+        return None if self.budget.max_seconds is None else self.budget.max_seconds + self.timeout_slack
+
+    def make_agent(self) -> Any:
+        if self._make_agent is None:
+            self._make_agent = agent_factory(self.agent)
+        return self._make_agent()
+
+    async def solve(self, task: Task) -> Answer:
+        """The agent's answer, or the error or timeout it ended with."""
+        budget, timeout = self.budget, self.timeout
+        try:
+            answer = await asyncio.wait_for(self.make_agent().solve(task, self.suite.env(task), self.model, budget),
+                                            timeout)  # fmt: skip
+        except TimeoutError:
+            return Answer(
+                stop="timeout",
+                error=f"cancelled by the runner after {timeout:g} s "
+                f"(budget {budget.max_seconds:g} s + {self.timeout_slack:g} s slack)",
+            )
+        except Exception as exc:  # an agent's crash is a recorded episode, never the run's end
+            return Answer(stop="error", error=redact_text(scrub(f"{type(exc).__name__}: {exc}", self.secrets)))
+        if not isinstance(answer, Answer):
+            return Answer(stop="error", error=f"agent {self.agent!r} returned {type(answer).__name__}, not an Answer")
+        return answer
+
+    async def __call__(self, item: tuple[Task, int]) -> Episode:
+        task, epoch = item
+        started = utc_now()
+        t0 = time.perf_counter()
+        answer = await self.solve(task)
+        wall = time.perf_counter() - t0
+        model_s = min(answer.model_seconds, wall)
+        return self.episode(task, epoch, answer, started, wall, model_s)
+
+    def episode(self, task: Task, epoch: int, answer: Answer, started: str, wall: float, model_s: float) -> Episode:
+        return Episode(
+            task_id=task.id,
+            agent=self.agent,
+            model=self.model_id,
+            epoch=epoch,
+            question=task.question,
+            answer=answer,
+            wall_s=round(wall, 4),
+            model_s=round(model_s, 4),
+            harness_s=round(wall - model_s, 4),
+            started=started,
+            finished=utc_now(),
+        )
+
+    def killed(self, item: tuple[Task, int], seconds: float) -> Episode:
+        """The episode of an item a cluster cancelled (its worker killed) at its hard limit."""
+        task, epoch = item
+        answer = Answer(stop="timeout", error=f"cancelled by the executor after {seconds:g} s (its worker was killed)")
+        return self.episode(task, epoch, answer, utc_now(), seconds, 0.0)
+
+    def relocated(self, mapping: dict[str, str]) -> _Episodes:
+        return dataclasses.replace(self, suite=self.suite.relocated(mapping), _make_agent=None)
+
+    def job(self) -> Job[tuple[Task, int], Episode]:
+        timeout = self.timeout
+        return Job(
+            name="episode",
+            fn=self,
+            # a cluster kills a worker still on an episode a minute past the runner's own limit
+            timeout=None if timeout is None else timeout + 60.0,
+            on_timeout=self.killed,
+            paths=tuple(self.suite.shared_paths()),
+            relocate=lambda mapping: dataclasses.replace(self.job(), fn=self.relocated(mapping)),
+        )
 
 
 @dataclass
@@ -135,48 +233,14 @@ class _Session:
     secrets: list[str]
     progress: RunProgress | None
     per_type: int | None = None
+    executor: Executor | None = None
     finished: list[Episode] = field(default_factory=list)
+    lost: list[str] = field(default_factory=list)
 
     @property
-    def timeout(self) -> float | None:
-        return None if self.budget.max_seconds is None else self.budget.max_seconds + self.timeout_slack
-
-    async def solve(self, make_agent: Callable[[], Any], task: Task) -> Answer:
-        """The agent's answer, or the error or timeout it ended with."""
-        budget, timeout = self.budget, self.timeout
-        try:
-            answer = await asyncio.wait_for(make_agent().solve(task, self.suite.env(task), self.model, budget), timeout)
-        except TimeoutError:
-            return Answer(
-                stop="timeout",
-                error=f"cancelled by the runner after {timeout:g} s "
-                f"(budget {budget.max_seconds:g} s + {self.timeout_slack:g} s slack)",
-            )
-        except Exception as exc:  # an agent's crash is a recorded episode, never the run's end
-            return Answer(stop="error", error=redact_text(scrub(f"{type(exc).__name__}: {exc}", self.secrets)))
-        if not isinstance(answer, Answer):
-            return Answer(stop="error", error=f"agent {self.agent!r} returned {type(answer).__name__}, not an Answer")
-        return answer
-
-    async def episode(self, make_agent: Callable[[], Any], task: Task, epoch: int) -> Episode:
-        started = utc_now()
-        t0 = time.perf_counter()
-        answer = await self.solve(make_agent, task)
-        wall = time.perf_counter() - t0
-        model_s = min(answer.model_seconds, wall)
-        return Episode(
-            task_id=task.id,
-            agent=self.agent,
-            model=self.model_id,
-            epoch=epoch,
-            question=task.question,
-            answer=answer,
-            wall_s=round(wall, 4),
-            model_s=round(model_s, 4),
-            harness_s=round(wall - model_s, 4),
-            started=started,
-            finished=utc_now(),
-        )
+    def work(self) -> _Episodes:
+        return _Episodes(self.suite, self.agent, self.model, self.model_id, self.budget, self.timeout_slack,
+                         self.secrets)  # fmt: skip
 
     def config(self, model_config: dict[str, Any]) -> dict[str, Any]:
         """The compared config, redacted exactly as the manifest is written (so a resume compares equal)."""
@@ -218,7 +282,8 @@ class _Session:
             )
         found = read_episodes(episodes_path)
         resumed = 0 if recorded is None else int(recorded.get("resumed", 0)) + 1
-        session = {"started": utc_now(), "concurrency": self.concurrency, "environment": environment()}
+        session = {"started": utc_now(), "concurrency": self.concurrency, "environment": environment(),
+                   "executor": (self.executor or LocalExecutor()).describe()}  # fmt: skip
         manifest: dict[str, Any] = {
             "format": MANIFEST_FORMAT,
             "benchmark": self.suite.benchmark,
@@ -240,28 +305,25 @@ class _Session:
         log = EpisodeLog(episodes_path)
         verbatim = [b.raw + b"\n" for b in found.bad if b.raw.strip()]
         log.open(found.episodes, rewrite=found.damaged_tail or found.duplicates > 0, verbatim=verbatim)
-        slots, write_lock = asyncio.Semaphore(self.concurrency), asyncio.Lock()
         if self.progress:
             self.progress(None, len(have), len(planned))
-
-        async def one(task: Task, epoch: int) -> None:
-            async with slots:
-                record = await self.episode(make_agent, task, epoch)
-            async with write_lock:  # one writer: lines never interleave; fsync off the event loop
-                await asyncio.to_thread(log.append, record)
-                self.finished.append(record)
-            if self.progress:
-                self.progress(record, len(have) + len(self.finished), len(planned))
-
+        executor = self.executor or LocalExecutor()
         try:
-            async with asyncio.TaskGroup() as group:
-                for task, epoch in todo:
-                    group.create_task(one(task, epoch))
+            async for outcome in executor.map(self.work.job(), todo, self.concurrency):
+                if outcome.result is None:  # the cluster gave up on it: nothing written, the next run does it
+                    task, epoch = outcome.item
+                    self.lost.append(f"{task.id} (epoch {epoch}): {outcome.lost}")
+                    continue
+                record = outcome.result
+                await asyncio.to_thread(log.append, record)  # the one writer; fsync off the event loop
+                self.finished.append(record)
+                if self.progress:
+                    self.progress(record, len(have) + len(self.finished), len(planned))
         finally:
             log.close()
         wall = time.perf_counter() - began
         summary = _summarize(self.out, [*have.values(), *self.finished], len(planned), len(self.finished),
-                             len(have), wall, resumed, [str(b) for b in found.bad])  # fmt: skip
+                             len(have), wall, resumed, [str(b) for b in found.bad], self.lost)  # fmt: skip
         manifest["sessions"][-1]["finished"] = utc_now()
         manifest["summary"] = summary.as_dict()
         write_manifest(manifest_path, scrub(manifest, self.secrets))
@@ -303,10 +365,12 @@ async def run(
     model_options: dict[str, Any] | None = None,
     timeout_slack: float = 5.0,
     progress: RunProgress | None = None,
+    executor: Executor | None = None,
 ) -> RunSummary:
     """Run ``agent`` (a registered name, or ``NAME:ARG``) with ``model`` (a model string, opened with
     ``model_options``, or a ready `Model`) over the first ``limit`` tasks of ``suite``, ``epochs``
-    times, writing into ``out``; see the module docstring."""
+    times, writing into ``out``; see the module docstring. ``executor``: where episodes run (default: this
+    process; `hippocamp.executors`)."""
     if epochs < 1:
         raise ValueError(f"epochs must be at least 1, got {epochs}")
     if concurrency < 1:
@@ -340,6 +404,7 @@ async def run(
         timeout_slack=timeout_slack,
         secrets=secrets,
         progress=progress,
+        executor=executor,
     )
     try:
         return await session.execute(model_config, model_manifest)

@@ -12,6 +12,8 @@ does, and is compared when a run resumes.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,11 +51,14 @@ class SuiteOptions:
     #: the terminal agents get: "auto" (a bubblewrap jail when this machine can make one, else the
     #: emulated terminal), "jail" or "emulated"
     terminal: str = "auto"
+    #: where the suite's files are indexed (None: this machine; `hippocamp.executors`)
+    executor: Any = field(default=None, compare=False, hash=False, repr=False)
 
     def index_options(self) -> IndexOptions:
         kwargs: dict[str, Any] = {"workers": self.workers} if self.workers else {}
         perceive = PerceiveOptions(ocr=self.ocr, asr=self.asr)
-        return IndexOptions(perceive=perceive, embed=self.embed, embedder=self.embedder, **kwargs)
+        return IndexOptions(perceive=perceive, embed=self.embed, embedder=self.embedder, executor=self.executor,
+                            **kwargs)  # fmt: skip
 
     def config(self) -> dict[str, Any]:
         """The settings that change what agents see (compared when a run resumes)."""
@@ -116,6 +121,25 @@ class Suite:
 
     def close(self) -> None:
         self.store.close()
+
+    # -- on a cluster's workers ------------------------------------------------------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without its searcher (a worker builds its own); the store pickles as its path."""
+        options = dataclasses.replace(self.options, executor=None)  # the executor stays with the driver
+        return {**self.__dict__, "_searcher": None, "options": options}
+
+    def shared_paths(self) -> tuple[Path, ...]:
+        """What a cluster's workers must see to run this suite's episodes: the file trees and stores."""
+        return (self.root, self.store.path)
+
+    def relocated(self, mapping: dict[str, str]) -> Suite:
+        """A copy whose file trees and stores are where ``mapping`` (old path -> new) says: a worker that
+        got them through Ray's object store. Stores are opened read-only there."""
+        moved = copy.copy(self)
+        moved.root = Path(mapping.get(str(self.root), self.root))
+        moved.store = Store.reader(mapping.get(str(self.store.path), self.store.path))
+        moved._searcher = None
+        return moved
 
 
 def _benchmarks() -> list[tuple[str, Any]]:

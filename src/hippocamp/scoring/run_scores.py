@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from hippocamp.durable import DurableLog
+from hippocamp.executors import Executor, Job, LocalExecutor
 from hippocamp.redact import redact
 from hippocamp.runs.rundir import SCORES, SUMMARY, RunDir, RunDirError
 from hippocamp.schema.run import Episode, ScoreLine
@@ -55,6 +56,8 @@ class ScoreOptions:
     retrieval_mode: str = "hybrid"
     #: HippoCamp: whose conventions the headline figures follow (`hippocamp.scoring.release`)
     convention: str = "hippocamp"
+    #: where judgments run (None: this process; `hippocamp.executors`)
+    executor: Any = field(default=None, compare=False)
 
 
 @dataclass
@@ -90,10 +93,16 @@ async def score_episodes(
     *,
     concurrency: int = 4,
     progress: ScoreProgress | None = None,
+    executor: Executor | None = None,
 ) -> tuple[int, int]:
     """Grade every episode not yet scored ``ok`` by (``judge``, ``mode``) and append its line; returns
     (graded now, already scored). Lines of other judges and modes are kept as they are; an earlier
-    line of this judge that was not ``ok`` (an outage) is replaced by the new one."""
+    line of this judge that was not ``ok`` (an outage) is replaced by the new one.
+
+    ``grade`` runs where ``executor`` says (this process by default); on a cluster it is pickled with
+    what it holds (the gold, the judge: its models travel as their model strings), and this process
+    stays the one writer of ``scores.jsonl``. An episode the cluster gave up on is left unscored, for
+    the next run."""
     found = run.scores()
     done = {s.key for s in found.items if s.status == "ok"}
     keep = [s for s in found.items if s.key in done or (s.judge, s.mode) != (judge, mode)]
@@ -102,21 +111,17 @@ async def score_episodes(
     log = DurableLog(run.path / SCORES)
     rewrite = found.damaged_tail or len(keep) != len(found.items)
     log.open([*found.kept_bad_lines(), *(s.line() for s in keep)], rewrite=rewrite)
-    sem, lock = asyncio.Semaphore(concurrency), asyncio.Lock()
     finished = 0
-
-    async def one(episode: Episode) -> None:
-        nonlocal finished
-        async with sem:
-            line = await grade(episode)
-        async with lock:
-            await asyncio.to_thread(log.append, line.line())
+    executor = executor or LocalExecutor()
+    job: Job[Episode, ScoreLine] = Job("score", grade)
+    try:
+        async for outcome in executor.map(job, todo, concurrency):
+            if outcome.result is None:
+                continue  # lost on the cluster: not scored, the next run grades it
+            await asyncio.to_thread(log.append, outcome.result.line())
             finished += 1
             if progress:
                 progress(finished, len(todo))
-
-    try:
-        await asyncio.gather(*(one(e) for e in todo))
     finally:
         log.close()
     return len(todo), skipped
@@ -133,6 +138,7 @@ async def score_run(
     retrieval_k: int = 10,
     retrieval_mode: str = "hybrid",
     convention: str = "hippocamp",
+    executor: Executor | None = None,
 ) -> ScoreReport:
     """Score every episode of ``run_dir`` not yet scored by this judge and mode, the way its
     benchmark scores (see the module doc); writes ``scores.summary.json``."""
@@ -140,6 +146,6 @@ async def score_run(
         run = RunDir.open(run_dir)
     except RunDirError as exc:
         raise ValueError(str(exc)) from None
-    options = ScoreOptions(concurrency, slack, iou, retrieval_k, retrieval_mode, convention)
+    options = ScoreOptions(concurrency, slack, iou, retrieval_k, retrieval_mode, convention, executor)
     report: ScoreReport = await run.benchmark.score(run, judge, options, progress)
     return report

@@ -13,6 +13,7 @@ run continues where it stopped.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import sqlite3
@@ -23,6 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from hippocamp.paths import cache_dir
 from hippocamp.schema.segment import Segment
@@ -158,6 +160,26 @@ class Store:
                 self.set_meta("root", str(root.resolve()))
             elif stored_root != str(root.resolve()):
                 raise StoreError(f"{path}: indexes {stored_root}, not {root.resolve()}")
+
+    @classmethod
+    def reader(cls, path: str | Path) -> Store:
+        """A read-only view of the store at ``path``, opened on first use (``immutable``: no locks and no
+        WAL, so it works on shared storage; the store must not change while it is read). This is what a
+        pickled store becomes on a cluster's worker."""
+        store = cls.__new__(cls)
+        store.path = Path(path)
+        store.db = _LazyReadOnly(store.path)  # type: ignore[assignment]
+        store._lock = threading.RLock()
+        store._writes = 0
+        return store
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as its path (a cluster's workers open it read-only): the write-ahead log is folded
+        into the file first, so a reader that ignores it sees every committed file."""
+        if not isinstance(self.db, _LazyReadOnly):
+            with contextlib.suppress(sqlite3.Error):
+                self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return (Store.reader, (str(self.path),))
 
     @classmethod
     def for_root(cls, root: Path, path: Path | None = None) -> Store:
@@ -383,6 +405,11 @@ class Store:
         ).fetchall()
         return {r[0]: _row_dict(r) for r in rows}
 
+    def segment_ids(self, file_id: int) -> list[int]:
+        """The ids of a file's segments, in the order they were stored."""
+        rows = self.db.execute("SELECT id FROM segments WHERE file_id = ? ORDER BY id", (file_id,)).fetchall()
+        return [r[0] for r in rows]
+
     def segments_of(self, path: str) -> list[Segment]:
         rows = self.db.execute(
             "SELECT s.id, f.path, s.modality, s.text, s.locator, s.within, s.meta, s.ordinal, s.time, f.type"
@@ -418,6 +445,35 @@ class Store:
     def clear_vectors(self) -> None:
         with self.transaction() as db:
             db.execute("DELETE FROM vectors")
+
+
+class _LazyReadOnly:
+    """A connection to a store opened read-only when first used; a store that is not there is a
+    `StoreError` naming the machine and the path."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._db: sqlite3.Connection | None = None
+
+    def _open(self) -> sqlite3.Connection:
+        if self._db is None:
+            if not self._path.is_file():
+                import socket
+
+                raise StoreError(
+                    f"{self._path}: no such store on {socket.gethostname()}: put the store on storage every "
+                    "machine mounts at the same path, or ship it (--ship objects)"
+                )
+            uri = f"file:{quote(str(self._path))}?immutable=1"
+            self._db = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        return self._db
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._open(), name)
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
 
 
 def _cleaned(result: Any) -> Any:

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,6 +36,7 @@ from hippocamp.store.gold import GoldIndex
 from hippocamp.text.names import shown_name
 
 if TYPE_CHECKING:
+    from hippocamp.executors import Executor
     from hippocamp.models.embedding import Embedder
 
 __all__ = ["IndexOptions", "IndexReport", "Progress", "index_profile", "walk_profile"]
@@ -70,6 +71,8 @@ class IndexOptions:
     #: or ``semantic[:THRESHOLD]`` (needs the embedder); part of the index's identity: indexing with
     #: another chunker reads and chunks every file again (see `hippocamp.store.chunking`)
     chunker: str = DEFAULT_CHUNKER
+    #: where files are read when `index_profile` is given none (None: this machine; `hippocamp.executors`)
+    executor: Any = field(default=None, compare=False, hash=False, repr=False)
 
 
 @dataclass
@@ -221,12 +224,18 @@ def index_profile(
     store: Store,
     options: IndexOptions | None = None,
     progress: Progress | None = None,
+    executor: Executor | None = None,
 ) -> IndexReport:
     """Bring ``store`` up to date with the files under ``root``; returns what was done.
+
+    ``executor``: where files are read (default: this machine's walled reader processes). On a cluster
+    (`hippocamp.executors.ray_cluster`) each task reads a few files behind the same wall on a worker,
+    re-cuts their segments and embeds them there; this process stays the one writer of the store.
 
     Raises `ChunkerError` before anything changes when ``options.chunker`` cannot be used (a bad spec,
     or a chunker that needs an embedder with embeddings off or none installed)."""
     options = options or IndexOptions()
+    executor = executor or options.executor
     progress = progress or (lambda *_: None)
     start = time.perf_counter()
     report = IndexReport()
@@ -281,19 +290,31 @@ def index_profile(
         todo.append(entry)
 
     pending: list[tuple[FileResult, int | None, int | None, str | None]] = []
+    pending_vectors: list[list[bytes] | None] = []
     last_flush = time.monotonic()
+    remote = executor is not None and executor.remote
+    if remote and options.embed:
+        report.embedder = _prepare_vectors(store, options.embedder)
 
     def flush() -> None:
         nonlocal last_flush
         if pending:
-            store.put_files(pending)  # one transaction: a killed run keeps every committed file whole
+            ids = store.put_files(pending)  # one transaction: a killed run keeps every committed file whole
+            vectors = [(i, v) for i, v in zip(ids, pending_vectors, strict=True) if v]
+            for file_id, vecs in vectors:  # embedded where the file was read; any left over are embedded below
+                segment_ids = store.segment_ids(file_id)
+                if len(segment_ids) == len(vecs):
+                    store.put_vectors(zip(segment_ids, vecs, strict=True))
             pending.clear()
+            pending_vectors.clear()
         last_flush = time.monotonic()
 
-    def record(entry: Entry, result: FileResult) -> None:
+    def record(entry: Entry, result: FileResult, vectors: list[bytes] | None = None, chunked: bool = False) -> None:
         sig = sign(entry.rel, result.reader == "gold", result.info.type if result.info is not None else None)
-        result = _chunked(result, chunker, chunk_embedder)
+        if not chunked:
+            result = _chunked(result, chunker, chunk_embedder)
         pending.append((result, entry.mtime_ns, entry.size, sig))
+        pending_vectors.append(vectors)
         if len(pending) >= COMMIT_FILES or time.monotonic() - last_flush >= COMMIT_SECONDS:
             flush()
         if shown_name(entry.rel) in known:
@@ -318,7 +339,11 @@ def index_profile(
         else:
             perceive_todo.append(entry)
     try:
-        _read_all(root, perceive_todo, options, record, progress)
+        if remote:
+            assert executor is not None
+            _read_on_cluster(root, perceive_todo, options, record, progress, executor, report)
+        else:
+            _read_all(root, perceive_todo, options, record, progress)
     finally:
         flush()  # what was read is kept, even when the run is interrupted
     if options.embed:
@@ -405,6 +430,10 @@ def embed_missing(store: Store, name: str | None, progress: Progress, batch: int
     from hippocamp.models.embedding import default_embedder_name, get_embedder
 
     name = name or default_embedder_name()
+    known = _embedder_id(name)
+    counts = store.counts()
+    if known is not None and store.get_meta("embedder") == known and counts["segments"] == counts["vectors"]:
+        return known, 0  # nothing to embed: the model is not even loaded
     embedder = get_embedder(name)
     if store.get_meta("embedder") != embedder.id:
         store.clear_vectors()
@@ -421,3 +450,126 @@ def embed_missing(store: Store, name: str | None, progress: Progress, batch: int
         done += len(rows)
         progress("embed", done, total, None)
     return embedder.id, done
+
+
+def _embedder_id(name: str) -> str | None:
+    """The id of a registered embedder without loading its model (None when it only says once built)."""
+    from hippocamp import registry
+
+    try:
+        value = getattr(registry.get("embedder", name), "id", None)
+    except Exception:
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _prepare_vectors(store: Store, name: str | None) -> str | None:
+    """Before a cluster embeds: the store's vectors are dropped when they came from another embedder,
+    and the embedder to use is recorded. Its id, or None when it is not known without loading it (then
+    the embedding is left to `embed_missing`, here)."""
+    from hippocamp.models.embedding import default_embedder_name
+
+    name = name or default_embedder_name()
+    known = _embedder_id(name)
+    if known is None:
+        return None
+    if store.get_meta("embedder") != known:
+        store.clear_vectors()
+        store.set_meta("embedder", known)
+        store.set_meta("embedder_name", name)
+    return known
+
+
+@dataclass
+class ReadJob:
+    """Reading files on a cluster's worker: a batch of ``(rel, size)`` files behind the same wall as here
+    (a reader process of the worker's own, with its limits), their segments re-cut by the chunker and,
+    with ``embedder``, embedded. Returns ``(result, vectors)`` per file (vectors as stored: float32 bytes)."""
+
+    root: str
+    perceive: PerceiveOptions
+    limits: ReadLimits
+    chunker: str
+    #: the embedder to embed with on the worker (None: no vectors here)
+    embedder: str | None
+    #: the semantic chunker's embedder, when the chunker needs one
+    chunk_embedder: str | None = None
+    _pool: ReaderPool | None = field(default=None, repr=False)
+
+    def __getstate__(self) -> dict[str, object]:
+        return {**self.__dict__, "_pool": None}
+
+    def relocated(self, mapping: dict[str, str]) -> ReadJob:
+        return replace(self, root=mapping.get(self.root, self.root), _pool=None)
+
+    def __call__(self, batch: list[tuple[str, int]]) -> list[tuple[FileResult, list[bytes] | None]]:
+        from hippocamp.models.embedding import get_embedder
+
+        if self._pool is None:
+            self._pool = ReaderPool(Path(self.root), self.perceive, self.limits, 1)
+        chunker = parse_chunker(self.chunker)
+        chunk_embedder = get_embedder(self.chunk_embedder) if chunker.needs_embedder else None
+        out: list[tuple[FileResult, list[bytes] | None]] = []
+        for result in self._pool.read([batch]):
+            result = _chunked(result, chunker, chunk_embedder)
+            vectors = None
+            if self.embedder is not None and result.segments:
+                texts = [segment.text for segment in result.segments]
+                matrix = np.asarray(get_embedder(self.embedder).embed(texts, side="passage"), dtype=np.float32)
+                vectors = [row.tobytes() for row in matrix]
+            out.append((result, vectors))
+        return out
+
+
+def _read_on_cluster(
+    root: Path,
+    entries: list[Entry],
+    options: IndexOptions,
+    record: Callable[..., None],
+    progress: Progress,
+    executor: Executor,
+    report: IndexReport,
+) -> None:
+    """`_read_all` on a cluster: batches of files as tasks, results recorded here as they come."""
+    from hippocamp.executors import Job, run_coroutine
+    from hippocamp.models.embedding import default_embedder_name
+
+    _, local = shippable_readers()
+    if local:  # readers registered at run time here: they cannot be sent, read here (no wall)
+        here = [e for e in entries if (r := reader_for(extension(e.rel))) is not None and r.name in local]
+        _read_all(root, here, replace(options, isolate=False), record, progress)
+        done_here = set(here)
+        entries = [e for e in entries if e not in done_here]
+    total = len(entries)
+    if total == 0:
+        return
+    cpus = max(1, int(executor.describe().get("cpus") or 1))
+    by_rel = {entry.rel: entry for entry in entries}
+    batches = [[(entry.rel, entry.size) for entry in chunk] for chunk in _chunks(entries, cpus)]
+    embedder = (options.embedder or default_embedder_name()) if options.embed and report.embedder else None
+    reader = ReadJob(str(root.resolve()), options.perceive, options.limits, options.chunker, embedder,
+                     options.embedder)  # fmt: skip
+    limit = sum(options.limits.seconds_for(size) for batch in batches for _, size in batch)
+    job = Job(
+        name="read",
+        fn=reader,
+        # the wall stops each file in time; a batch still running long after (a stuck worker) is cancelled
+        timeout=min(limit, 6 * 3600.0) + 300.0,
+        paths=(root.resolve(),),
+        relocate=lambda mapping: replace(job, fn=reader.relocated(mapping)),
+    )
+
+    async def consume() -> None:
+        done = 0
+        async for outcome in executor.map(job, batches, concurrency=cpus * 2):
+            if outcome.result is None:  # the cluster gave up on the batch: nothing recorded, read next run
+                for rel, _ in outcome.item:
+                    report.notes.append((shown_name(rel), f"not read: {outcome.lost}"))
+                continue
+            for result, vectors in outcome.result:
+                entry = by_rel[result.path]
+                record(entry, result, vectors, chunked=True)
+                done += 1
+                progress("read", done, total, shown_name(entry.rel))
+
+    run_coroutine(consume())

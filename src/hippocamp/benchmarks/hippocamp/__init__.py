@@ -62,7 +62,14 @@ class HippoCampBenchmark:
 
         mine = [e for e in episodes if e.task_id in gold]
         scored, skipped = await score_episodes(
-            run, mine, judge_id, mode, grade, concurrency=options.concurrency, progress=progress
+            run,
+            mine,
+            judge_id,
+            mode,
+            grade,
+            concurrency=options.concurrency,
+            progress=progress,
+            executor=options.executor,
         )
         lines = [s for s in run.score_lines(judge_id, mode) if isinstance(s, HippoCampScoreLine)]
         summary = summarize_scores(lines, gold, options.convention)

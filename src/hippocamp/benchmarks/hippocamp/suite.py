@@ -17,6 +17,7 @@ profiles hashes each profile's name and hash in turn.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -54,6 +55,9 @@ class Part:
     #: hippocamp's own importer made of hard links (its ``<Name>.import.json`` says so)
     hard_links: str = "inside"
     searcher: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "searcher": None}
 
 
 @dataclass
@@ -117,6 +121,26 @@ class ProfileSuite(Suite):
     def close(self) -> None:
         for part in self.parts.values():
             part.store.close()
+
+    def shared_paths(self) -> tuple[Path, ...]:
+        paths = [self.root, self.store.path]
+        for part in self.parts.values():
+            paths += [p for p in (part.root, part.store.path) if p not in paths]
+        return tuple(paths)
+
+    def relocated(self, mapping: dict[str, str]) -> ProfileSuite:
+        moved = super().relocated(mapping)
+        assert isinstance(moved, ProfileSuite)
+        stores = {str(self.store.path): moved.store}
+        parts = {}
+        for name, part in self.parts.items():
+            where = str(part.store.path)
+            if where not in stores:
+                stores[where] = Store.reader(mapping.get(where, where))
+            root = Path(mapping.get(str(part.root), part.root))
+            parts[name] = dataclasses.replace(part, root=root, store=stores[where], searcher=None)
+        moved.parts = parts
+        return moved
 
 
 def synth_cache_dir(options: SuiteOptions | None = None) -> Path:

@@ -115,7 +115,14 @@ class PContextBenchmark:
 
         mine = [ep for ep in episodes if ep.task_id in gold.cases]
         scored, skipped = await score_episodes(
-            run, mine, judge_id, MODE, one, concurrency=options.concurrency, progress=progress
+            run,
+            mine,
+            judge_id,
+            MODE,
+            one,
+            concurrency=options.concurrency,
+            progress=progress,
+            executor=options.executor,
         )
         lines = [s for s in run.score_lines(judge_id, MODE) if isinstance(s, PContextScoreLine)]
         summary = summarize(grades_of(lines), gold.persona_of)

@@ -10,6 +10,7 @@ layer can be driven end to end without a model.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -37,11 +38,14 @@ class MockBackend:
         supports_tools: bool = True,
         supports_json_schema: bool = True,
         max_concurrency: int = 8,
+        delay: float = 0.0,
     ):
         self.id = f"mock:{name}" if name != "mock" else "mock"
         self.supports_tools = supports_tools
         self.supports_json_schema = supports_json_schema
         self.max_concurrency = max_concurrency
+        #: seconds each call takes (a dry run that behaves like a model's latency, for benchmarks)
+        self.delay = delay
         self._script = outputs
         self._position = 0
         #: every request received, in order (tests inspect what was sent)
@@ -76,6 +80,8 @@ class MockBackend:
 
     async def complete(self, request: ChatRequest) -> Generation:
         self.requests.append(request)
+        if self.delay > 0:
+            await asyncio.sleep(self.delay)
         out = self._next(request)
         if isinstance(out, BaseException):
             raise out
@@ -147,5 +153,6 @@ def minimal_instance(schema: dict[str, Any], root: dict[str, Any]) -> Any:
 
 @register("provider", "mock")
 def mock_provider(name: str = "", **options: Any) -> MockBackend:
-    """``mock`` or ``mock:NAME``; options: outputs, supports_tools, supports_json_schema, max_concurrency."""
+    """``mock`` or ``mock:NAME``; options: outputs, supports_tools, supports_json_schema, max_concurrency,
+    delay (seconds per call)."""
     return MockBackend(name=name or "mock", **options)

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -560,11 +561,81 @@ async def _run_all(run: _Run, seeds: list[Seed]) -> None:
     await asyncio.gather(*(one(s) for s in seeds))
 
 
+@dataclass
+class _PersonaJob:
+    """One persona generated on a cluster's worker: in a folder of its own under the worker's temp
+    folder, seeded with what the driver already has of it (so a stopped persona resumes there), by
+    the same code as here; returns every file of the persona's folder, which the driver writes."""
+
+    cfg: SetConfig
+    model: Any = None
+    verifier: Any = None
+
+    async def __call__(self, item: tuple[Seed, dict[str, bytes]]) -> dict[str, bytes]:
+        import shutil
+        import tempfile
+
+        seed, have = item
+        base = Path(tempfile.mkdtemp(prefix="hippocamp-persona-"))
+        try:
+            d = base / seed.id
+            d.mkdir()
+            for name, data in have.items():
+                (d / name).write_bytes(data)
+            run = _Run(replace(self.cfg, out=base), model=self.model, verifier=self.verifier,
+                       ledger=StageLedger(self.cfg.give_up))  # fmt: skip
+            await _persona(run, seed)
+            return {p.name: p.read_bytes() for p in sorted(d.iterdir()) if p.is_file()}
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+def _persona_files(d: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(d.iterdir()) if p.is_file()} if d.is_dir() else {}
+
+
+def _put_persona(d: Path, files: dict[str, bytes]) -> None:
+    """The persona's folder made to hold exactly ``files`` (each written whole, then renamed)."""
+    d.mkdir(parents=True, exist_ok=True)
+    for name, data in files.items():
+        tmp = d / (name + ".tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, d / name)
+    for stale in d.iterdir():
+        if stale.is_file() and stale.name not in files:
+            stale.unlink()
+
+
+async def _run_on(executor: Any, run: _Run, seeds: list[Seed]) -> None:
+    """The set's personas as items of ``executor`` (a cluster); this process writes every file."""
+    from hippocamp.executors import Job
+
+    job = Job("persona", _PersonaJob(run.cfg, run.model, run.verifier))
+    items = [(seed, _persona_files(run.cfg.out / seed.id)) for seed in seeds]
+    lost = []
+    async for outcome in executor.map(job, items, run.cfg.concurrency):
+        seed = outcome.item[0]
+        if outcome.result is None:
+            lost.append(f"{seed.id}: {outcome.lost}")
+            continue
+        _put_persona(run.cfg.out / seed.id, outcome.result)
+        if run.progress:
+            run.progress(seed.id)
+    if lost:
+        raise PipelineError(f"the cluster gave up on {len(lost)} persona(s); run again to finish them: {lost[0]}")
+
+
 def run_set(
-    cfg: SetConfig, model: Any = None, verifier: Any = None, progress: Callable[[str], None] | None = None
+    cfg: SetConfig,
+    model: Any = None,
+    verifier: Any = None,
+    progress: Callable[[str], None] | None = None,
+    executor: Any = None,
 ) -> SetSummary:
     """Generate (or finish) the set in ``cfg.out``; ``model``/``verifier`` are `hippocamp.models.Model`s
-    (None: the template engine, and the lexical verifier only)."""
+    (None: the template engine, and the lexical verifier only). ``executor``: a cluster's executor
+    (`hippocamp.executors`) generates the personas on its workers, ``cfg.concurrency`` at a time, with
+    the same files as here for the same seed; None (or the local one) generates them in this process."""
     cfg.check()
     cfg.out.mkdir(parents=True, exist_ok=True)
     _check_config(cfg)
@@ -573,7 +644,12 @@ def run_set(
         model = None if model is None else Capped(model, cfg.max_tokens)
         verifier = None if verifier is None else Capped(verifier, cfg.max_tokens)
     run = _Run(cfg, model=model, verifier=verifier, progress=progress, ledger=StageLedger(cfg.give_up))
-    asyncio.run(_run_all(run, seeds))
+    if executor is not None and executor.remote:
+        from hippocamp.executors import run_coroutine
+
+        run_coroutine(_run_on(executor, run, seeds))
+    else:
+        asyncio.run(_run_all(run, seeds))
     summary = summarize(cfg, seeds)
     write(cfg.out / "summary.json", dump(summary))
     return summary
