@@ -25,7 +25,7 @@ system:
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	CMAKE_ARGS="-DLLAVA_BUILD=OFF" $(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,local,embed,embed-more,ocr,asr,asr-base,build]'
+	CMAKE_ARGS="-DLLAVA_BUILD=OFF" $(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,local,embed,embed-more,ocr,asr,asr-base,build,ray]'
 	touch $(STAMP)
 
 clean:

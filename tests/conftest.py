@@ -342,3 +342,30 @@ def server_url() -> Iterator[str]:
     port = free_port()
     with llama_server(smollm2_path(), port):
         yield f"http://127.0.0.1:{port}/v1"
+
+
+# -- a Ray cluster ------------------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def ray_address() -> Iterator[str]:
+    """A Ray cluster's address: the one `.ci/run` starts (``HIPPOCAMP_RAY_ADDRESS``: a head and a worker
+    node on 127.0.0.1, by ``ray start``), else a head and a worker node started here by Ray's own
+    `ray.cluster_utils.Cluster` and shut down at the end. Skips without the ray extra (fails instead
+    when HIPPOCAMP_REQUIRE_MODELS=1, as in CI)."""
+    try:
+        import ray  # noqa: F401
+    except ImportError as exc:
+        require(f"needs the ray extra: {exc}")
+    address = os.environ.get("HIPPOCAMP_RAY_ADDRESS")
+    if address:
+        yield address
+        return
+    from ray.cluster_utils import Cluster
+
+    node = {"num_cpus": 1, "object_store_memory": 100 * 1024 * 1024}
+    cluster = Cluster(initialize_head=True, head_node_args={**node, "include_dashboard": False})
+    cluster.add_node(**node)
+    cluster.wait_for_nodes()
+    try:
+        yield cluster.address
+    finally:
+        cluster.shutdown()

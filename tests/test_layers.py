@@ -22,6 +22,7 @@ LAYERS = [
     "paths",
     "durable",
     "models",
+    "executors",
     "dataset",
     "perceive",
     "validate",

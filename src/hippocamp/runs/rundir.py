@@ -76,9 +76,12 @@ class RunDir:
         return read_lines(self.path / SCORES, model.parse, lambda s: s.key, "a score line")
 
     def score_lines(self, judge: str | None = None, mode: str | None = None) -> list[ScoreLine]:
-        return [
+        """The lines of a judge and mode in key order (not the order they were written, which depends on
+        when each judgment finished): summaries over them come out the same to the last bit."""
+        lines = [
             s for s in self.scores().items if (judge is None or s.judge == judge) and (mode is None or s.mode == mode)
         ]
+        return sorted(lines, key=lambda s: s.key)
 
     def described(self) -> dict[str, Any]:
         """What the manifest says of the run: agent, model, suite, dataset hash, epochs, creation time."""

@@ -27,7 +27,7 @@ from hippocamp import __version__
 from hippocamp.models.errors import ModelNotAvailableError
 from hippocamp.models.local_models import sha256_of
 from hippocamp.perceive.base import PerceiveOptions
-from hippocamp.perceive.run import FileResult, perceive_file, reader_for
+from hippocamp.perceive.run import FileResult, file_info, perceive_file, reader_for
 from hippocamp.perceive.wall import ReaderPool, ReadLimits, shippable_readers
 from hippocamp.schema.filetypes import extension, modality_of
 from hippocamp.store.chunking import DEFAULT_CHUNKER, Chunker, ChunkerError, chunker_identity, parse_chunker
@@ -521,6 +521,18 @@ class ReadJob:
         return out
 
 
+def _with_times_here(root: Path, result: FileResult) -> FileResult:
+    """``result`` with the file's times as this machine sees them (a worker that read a shipped copy saw
+    the copy's)."""
+    if result.info is None:
+        return result
+    try:
+        here = file_info(root / result.path, ext=result.info.type)
+    except OSError:
+        return result
+    return replace(result, info=result.info.model_copy(update={"created": here.created, "modified": here.modified}))
+
+
 def _read_on_cluster(
     root: Path,
     entries: list[Entry],
@@ -568,7 +580,7 @@ def _read_on_cluster(
                 continue
             for result, vectors in outcome.result:
                 entry = by_rel[result.path]
-                record(entry, result, vectors, chunked=True)
+                record(entry, _with_times_here(root, result), vectors, chunked=True)
                 done += 1
                 progress("read", done, total, shown_name(entry.rel))
 
