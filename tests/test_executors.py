@@ -456,3 +456,55 @@ def test_ray_client_address(ray_address: str, indexed: tuple[str, Path], tmp_pat
     assert _episodes(tmp_path / "client") == _episodes(tmp_path / "local")
     manifest = json.loads((tmp_path / "client" / "manifest.json").read_text())
     assert manifest["sessions"][-1]["executor"]["address"] == client
+
+
+@pytest.mark.slow
+def test_ray_kills_an_item_past_its_hard_limit(ray_executor: Any) -> None:
+    """A worker stuck in C code (time.sleep here) is killed at the job's limit and the item recorded
+    as the job says; the next item runs."""
+    job: Job[float, float] = Job("hang", time.sleep, timeout=3.0, on_timeout=lambda item, seconds: -seconds)
+
+    async def main() -> list[tuple[float, Any]]:
+        return [(o.item, o.result) async for o in ray_executor.map(job, [60.0, 0.0], 2)]
+
+    started = time.monotonic()
+    out = dict(asyncio.run(main()))
+    assert out == {60.0: -3.0, 0.0: None}
+    assert time.monotonic() - started < 30
+    assert ray_executor.stats["timeouts"] == 1
+
+
+@pytest.mark.slow
+def test_ray_gives_up_on_an_item_whose_worker_always_dies(ray_executor: Any) -> None:
+    """Retried once, then lost: an outcome with why, no result, and the other items done."""
+    job: Job[int, Any] = Job("die", os._exit)
+    ray_executor.retries = 1
+    try:
+
+        async def main() -> list[Any]:
+            return [o async for o in ray_executor.map(job, [1], 1)]
+
+        (outcome,) = asyncio.run(main())
+    finally:
+        ray_executor.retries = 3
+    assert outcome.result is None and outcome.lost
+    assert "died" in outcome.lost.lower() or "crash" in outcome.lost.lower(), outcome.lost
+    assert ray_executor.stats["lost"] == 1
+
+
+@pytest.mark.slow
+def test_executor_ray_starts_a_ray_for_the_command(tmp_path: Path) -> None:
+    """``--executor ray``: a Ray started for this one command (in its own process) and gone after it."""
+    try:
+        import ray  # noqa: F401
+    except ImportError as exc:
+        require(f"needs the ray extra: {exc}")
+    outs = {}
+    for name, executor in (("local", "local"), ("ray", "ray")):
+        done = subprocess.run([sys.executable, "-m", "hippocamp", "synth", "personas", "--n", "2", "--seed", "5",
+                               "--facts", "30", "--out", str(tmp_path / name), "--executor", executor],
+                              capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "RAY_ADDRESS": ""})  # fmt: skip
+        assert "wrote 2 personas" in done.stderr + done.stdout, done.stderr[-2000:]
+        outs[name] = {p.relative_to(tmp_path / name): p.read_bytes() for p in (tmp_path / name).rglob("*.json*")}
+    assert outs["local"] == outs["ray"]

@@ -15,7 +15,8 @@ them on an event loop of its own (a model's client stays open across items). Ite
 again elsewhere, and since only a finished task's result reaches the driver nothing is written twice.
 
 Model calls go through one gate per model (a named, detached Ray actor holding ``max_concurrency``
-leases): the limit holds across every worker and every run on the cluster. A lease whose holder dies is
+leases): the limit holds across every worker and every run on the cluster. An embedded model
+(``local:``) is loaded by each worker that uses it and keeps its own per-process limit. A lease whose holder dies is
 freed when its time runs out (the model's call timeout plus a minute).
 """
 
@@ -118,7 +119,7 @@ class RayExecutor:
         """How the job's paths reach the workers: None (by path) or an object ref of the packed files."""
         paths = [Path(p) for p in job.paths]
         self.stats.update({"paths": [str(p) for p in paths], "shipped_bytes": 0, "reach": "path"})
-        if not paths and self.ship != "objects":
+        if not paths:  # nothing to reach: the job carries all it needs
             return None
         blind = [] if self.ship == "objects" else self._blind_nodes(paths)
         if self.ship == "path" or (self.ship == "auto" and not blind):
@@ -350,7 +351,9 @@ def _job_for(box: list[Any]) -> Any:
             job = job.relocate(_unpack(ray.get(bundle_ref), key))
         _JOBS[key] = job
         while len(_JOBS) > _KEEP_JOBS:
-            _JOBS.popitem(last=False)
+            _, old = _JOBS.popitem(last=False)
+            with contextlib.suppress(Exception):
+                getattr(old.fn, "close", lambda: None)()  # e.g. a reader job's walled reader process
     return job
 
 
@@ -446,6 +449,8 @@ def _install_gates() -> None:
     from hippocamp.models import client
 
     def provider(model: Any) -> Any:
+        if model.provider == "local":  # an embedded model: each worker runs its own copy, limited there
+            return None
         timeout = model.settings.timeout or 300.0
         gate = gate_for(model.id, model.max_concurrency, timeout + 60.0)
         return lambda: _Lease(gate)

@@ -200,6 +200,10 @@ class _Episodes:
         answer = Answer(stop="timeout", error=f"cancelled by the executor after {seconds:g} s (its worker was killed)")
         return self.episode(task, epoch, answer, utc_now(), seconds, 0.0)
 
+    def close(self) -> None:
+        """On a worker, when the job is dropped: its read-only stores."""
+        self.suite.close()
+
     def relocated(self, mapping: dict[str, str]) -> _Episodes:
         return dataclasses.replace(self, suite=self.suite.relocated(mapping), _make_agent=None)
 

@@ -499,6 +499,11 @@ class ReadJob:
     def __getstate__(self) -> dict[str, object]:
         return {**self.__dict__, "_pool": None}
 
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
     def relocated(self, mapping: dict[str, str]) -> ReadJob:
         return replace(self, root=mapping.get(self.root, self.root), _pool=None)
 
