@@ -104,6 +104,44 @@ def test_local_executor_raises_a_jobs_error_and_cancels_the_rest() -> None:
     assert sorted(cancelled) == [1, 2]
 
 
+def test_local_executor_never_hangs_on_a_jobs_own_cancellation() -> None:
+    async def work(n: int) -> int:
+        raise asyncio.CancelledError  # raised by the job itself, not by anyone cancelling it
+
+    async def main() -> None:
+        async for _ in LocalExecutor().map(Job("x", work), [1], 1):
+            pass
+
+    async def bounded() -> None:
+        await asyncio.wait_for(main(), 10)
+
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(bounded())
+
+
+def test_leaving_the_loop_stops_the_items_still_running() -> None:
+    import contextlib
+
+    stopped = []
+
+    async def work(n: int) -> int:
+        try:
+            await asyncio.sleep(0 if n == 0 else 5)
+        except asyncio.CancelledError:
+            stopped.append(n)
+            raise
+        return n
+
+    async def main() -> None:
+        async with contextlib.aclosing(LocalExecutor().map(Job("x", work), [0, 1, 2], 3)) as outcomes:
+            async for _ in outcomes:
+                raise OSError("the writer failed")
+
+    with pytest.raises(OSError, match="writer failed"):
+        asyncio.run(main())
+    assert sorted(stopped) == [1, 2]
+
+
 # -- what travels to workers ------------------------------------------------------------------------------
 def test_a_model_pickles_as_its_model_string() -> None:
     from hippocamp.models import Model, get_model

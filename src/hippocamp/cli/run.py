@@ -47,6 +47,7 @@ def _load(spec: str, store_path: Path | None, no_ocr: bool, no_asr: bool, no_emb
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from hippocamp.envs import terminal_backend
+    from hippocamp.executors import ExecutorError
     from hippocamp.runs import SuiteError, SuiteOptions, load_suite
     from hippocamp.store import StoreError
 
@@ -68,7 +69,7 @@ def _load(spec: str, store_path: Path | None, no_ocr: bool, no_asr: bool, no_emb
 
         try:
             return load_suite(spec, options, progress)
-        except (SuiteError, StoreError, ValueError) as exc:  # ValueError: JsonInputError of a suite's file
+        except (SuiteError, StoreError, ValueError, ExecutorError) as exc:  # ValueError: a suite file's JSON
             fail(str(exc))
 
 

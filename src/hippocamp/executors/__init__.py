@@ -4,6 +4,8 @@ One seam, two implementations. A command builds a `Job` (an async function of on
 executor needs to know about it) and hands it with its items to an executor's ``map``; it gets back an
 `Outcome` per item, in the order they finish, and writes them itself: the executor never writes the
 command's files (``episodes.jsonl``, ``scores.jsonl``, the store), so there is always one writer.
+Consume ``map`` inside ``contextlib.aclosing``: leaving the loop early (the writer failed, an
+interrupt) then stops the items still running.
 
 - `LocalExecutor` (``--executor local``, the default): the job runs in this process under asyncio, at
   most ``concurrency`` items at a time (readers still run in their walled worker processes).
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
@@ -85,8 +87,6 @@ class Outcome(Generic[I, R]):
     item: I
     result: R | None = None
     lost: str | None = None
-    #: times the cluster started it (1 = first try; more when a worker died under it)
-    attempts: int = 1
 
 
 class Executor(Protocol):
@@ -94,7 +94,7 @@ class Executor(Protocol):
     #: what each worker can be shipped: False for the local executor (nothing leaves this process)
     remote: bool
 
-    def map(self, job: Job[I, R], items: Sequence[I], concurrency: int) -> AsyncIterator[Outcome[I, R]]: ...
+    def map(self, job: Job[I, R], items: Sequence[I], concurrency: int) -> AsyncGenerator[Outcome[I, R], None]: ...
 
     def describe(self) -> dict[str, Any]: ...
 
@@ -116,7 +116,7 @@ class LocalExecutor:
     remote: bool = False
     stats: dict[str, Any] = field(default_factory=dict)
 
-    async def map(self, job: Job[I, R], items: Sequence[I], concurrency: int) -> AsyncIterator[Outcome[I, R]]:
+    async def map(self, job: Job[I, R], items: Sequence[I], concurrency: int) -> AsyncGenerator[Outcome[I, R], None]:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         queue: asyncio.Queue[tuple[I, Any, BaseException | None]] = asyncio.Queue()
@@ -126,8 +126,12 @@ class LocalExecutor:
             try:
                 async with slots:
                     result = await _call(job.fn, item)
-            except asyncio.CancelledError:
-                raise
+            except asyncio.CancelledError as exc:
+                current = asyncio.current_task()
+                if current is not None and current.cancelling():
+                    raise  # we are being cancelled (the consumer stopped): nothing to hand over
+                queue.put_nowait((item, None, exc))  # the job itself raised it: the consumer raises it
+                return
             except BaseException as exc:  # handed to the consumer, which raises it
                 queue.put_nowait((item, None, exc))
                 return

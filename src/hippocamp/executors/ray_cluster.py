@@ -33,7 +33,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -138,81 +138,113 @@ class RayExecutor:
         self.stats.update({"shipped_bytes": size, "reach": "objects"})
         return self._ray.put(bundle)
 
-    def _blind_nodes(self, paths: list[Path]) -> list[tuple[str, str]]:
-        """(node, path) for every node that does not see a path as this machine does; a node running
-        another hippocamp version is an error."""
+    def _probe(self, paths: list[str]) -> list[dict[str, Any]]:
+        """What every node with CPUs answers: its host, hippocamp version and how it sees ``paths``; a
+        node running another hippocamp version is an error."""
+        from ray.exceptions import GetTimeoutError, RayError
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         from hippocamp import __version__
 
-        want = {str(p): _fingerprint(str(p)) for p in paths}
-        for p, print_ in want.items():
-            if print_ is None:
-                raise ExecutorError(f"{p}: does not exist on this machine")
         probe = self._ray.remote(num_cpus=0, max_retries=1)(_probe)
         refs = []
         for node in self.nodes():
             strategy = NodeAffinitySchedulingStrategy(node_id=node["NodeID"], soft=False)
-            refs.append(probe.options(scheduling_strategy=strategy, name="hippocamp:probe").remote(list(want)))
-        blind: list[tuple[str, str]] = []
-        for answer in self._ray.get(refs, timeout=120):
-            where = f"{answer['host']} ({answer['node'][:12]})"
+            refs.append(probe.options(scheduling_strategy=strategy, name="hippocamp:probe").remote(paths))
+        try:
+            answers: list[dict[str, Any]] = self._ray.get(refs, timeout=120)
+        except GetTimeoutError:
+            raise ExecutorError("a Ray node did not answer hippocamp's probe within 120 s (overloaded?)") from None
+        except RayError as exc:  # hippocamp missing on a node, a node lost
+            first = str(exc).strip().splitlines()[-1][:300]
+            raise ExecutorError(f"a Ray node cannot run hippocamp ({first}): install it on every node") from None
+        for answer in answers:
             if answer["version"] != __version__:
                 raise ExecutorError(
-                    f"Ray node {where} runs hippocamp {answer['version']}, this machine {__version__}: install the "
-                    "same version on every node"
+                    f"Ray node {answer['host']} ({answer['node'][:12]}) runs hippocamp {answer['version']}, this "
+                    f"machine {__version__}: install the same version on every node"
                 )
+        return answers
+
+    def _check_versions(self) -> None:
+        """Once per connection: every node runs this hippocamp (outputs depend on it)."""
+        if not getattr(self, "_versions_checked", False):
+            self._probe([])
+            self._versions_checked = True
+
+    def _blind_nodes(self, paths: list[Path]) -> list[tuple[str, str]]:
+        """(node, path) for every node that does not see a path as this machine does."""
+        want = {str(p): _fingerprint(str(p)) for p in paths}
+        for p, print_ in want.items():
+            if print_ is None:
+                raise ExecutorError(f"{p}: does not exist on this machine")
+        blind: list[tuple[str, str]] = []
+        for answer in self._probe(list(want)):
+            where = f"{answer['host']} ({answer['node'][:12]})"
             blind += [(where, p) for p, print_ in want.items() if answer["seen"].get(p) != print_]
         return blind
 
-    async def map(self, job: Job[Any, Any], items: Sequence[Any], concurrency: int) -> AsyncIterator[Outcome[Any, Any]]:
+    async def map(
+        self, job: Job[Any, Any], items: Sequence[Any], concurrency: int
+    ) -> AsyncGenerator[Outcome[Any, Any], None]:
         ray = self._ray
         from ray.exceptions import RayError, RayTaskError
 
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         self.stats = {"job": job.name, "items": len(items), "lost": 0, "timeouts": 0}
-        bundle = self._reach(job)
-        box = [ray.put(job), bundle]  # in a list: the worker gets the refs, and fetches only what it lacks
+        self._check_versions()
+        job_ref = ray.put(job)  # first: pickling a store folds its write-ahead log into the file
+        box = [job_ref, self._reach(job)]  # in a list: the worker gets the refs, fetches only what it lacks
         remote = ray.remote(_run_item).options(
             num_cpus=job.cpus, max_retries=self.retries, retry_exceptions=False, name=f"hippocamp:{job.name}"
         )
+        # no more in flight than the cluster can start at once: an item's hard limit is counted from its
+        # submission, so it must not wait in Ray's queue
+        cpus = sum(n["Resources"].get("CPU", 0) for n in self.nodes())
+        if job.cpus > 0:
+            concurrency = max(1, min(concurrency, int(cpus // job.cpus) or 1))
+        self.stats["in_flight"] = concurrency
         queue: asyncio.Queue[tuple[Outcome[Any, Any] | None, BaseException | None]] = asyncio.Queue()
         slots = asyncio.Semaphore(concurrency)
-        running: dict[int, Any] = {}
+        submitted: list[Any] = []
 
         async def wait(ref: Any) -> Any:
             return await ref
 
-        async def one(index: int, item: Any) -> None:
-            async with slots:
-                ref = remote.remote(box, item)
-                running[index] = ref
-                try:
-                    if job.timeout is None:
-                        result = await wait(ref)
-                    else:
-                        result = await asyncio.wait_for(wait(ref), job.timeout)
-                    out = Outcome(item, result)
-                except TimeoutError:
-                    ray.cancel(ref, force=True)
-                    self.stats["timeouts"] += 1
-                    if job.on_timeout is not None:
-                        out = Outcome(item, job.on_timeout(item, job.timeout or 0.0))
-                    else:
-                        out = Outcome(item, lost=f"still running after {job.timeout:g} s: cancelled")
-                except RayTaskError as exc:  # the job itself raised: the command's error, as it is
-                    queue.put_nowait((None, exc.as_instanceof_cause()))
-                    return
-                except RayError as exc:  # its worker or node died more often than the retries allow
-                    self.stats["lost"] += 1
-                    out = Outcome(item, lost=f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
-                finally:
-                    running.pop(index, None)
+        async def one(item: Any) -> None:
+            try:
+                async with slots:
+                    ref = remote.remote(box, item)
+                    submitted.append(ref)
+                    try:
+                        if job.timeout is None:
+                            result = await wait(ref)
+                        else:
+                            result = await asyncio.wait_for(wait(ref), job.timeout)
+                        out = Outcome(item, result)
+                    except TimeoutError:
+                        ray.cancel(ref, force=True)
+                        self.stats["timeouts"] += 1
+                        if job.on_timeout is not None:
+                            out = Outcome(item, job.on_timeout(item, job.timeout or 0.0))
+                        else:
+                            out = Outcome(item, lost=f"still running after {job.timeout:g} s: cancelled")
+                    except RayTaskError as exc:  # the job itself raised: the command's error, as it is
+                        queue.put_nowait((None, exc.as_instanceof_cause()))
+                        return
+                    except RayError as exc:  # its worker or node died more often than the retries allow
+                        self.stats["lost"] += 1
+                        out = Outcome(item, lost=f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:  # an item that cannot be sent, a lost connection: the consumer raises
+                queue.put_nowait((None, exc))
+                return
             queue.put_nowait((out, None))
 
         started = time.perf_counter()
-        tasks = [asyncio.create_task(one(i, item)) for i, item in enumerate(items)]
+        tasks = [asyncio.create_task(one(item)) for item in items]
         try:
             for _ in range(len(tasks)):
                 out, error = await queue.get()
@@ -223,9 +255,9 @@ class RayExecutor:
         finally:
             for task in tasks:
                 task.cancel()
-            for ref in list(running.values()):
+            for ref in submitted:
                 with contextlib.suppress(Exception):
-                    ray.cancel(ref, force=True)
+                    ray.cancel(ref, force=True)  # a finished task's cancel does nothing
             await asyncio.gather(*tasks, return_exceptions=True)
             self.stats["seconds"] = round(time.perf_counter() - started, 3)
 
@@ -259,13 +291,16 @@ def _probe(paths: list[str]) -> dict[str, Any]:
 
 
 def _pack(paths: list[Path], max_mb: float) -> tuple[dict[str, Any], int]:
-    """Every file under ``paths`` as bytes (symbolic links are not followed), refusing more than ``max_mb``."""
+    """Every file under ``paths`` as bytes (symbolic links are not followed), refusing more than ``max_mb``;
+    ``bundle["digest"]`` is a hash of it all (where workers unpack it: the same files, the same folder)."""
     bundle: dict[str, Any] = {}
     total = 0
     limit = int(max_mb * 1024 * 1024)
+    digest = hashlib.sha256()
 
-    def add(data: bytes) -> bytes:
+    def add(data: bytes, name: str) -> bytes:
         nonlocal total
+        digest.update(name.encode("utf-8", "surrogateescape") + b"\0" + hashlib.sha256(data).digest())
         total += len(data)
         if total > limit:
             raise ExecutorError(
@@ -276,7 +311,7 @@ def _pack(paths: list[Path], max_mb: float) -> tuple[dict[str, Any], int]:
 
     for path in paths:
         if path.is_file():
-            bundle[str(path)] = ("file", add(path.read_bytes()))
+            bundle[str(path)] = ("file", add(path.read_bytes(), str(path)))
             continue
         files: dict[str, bytes] = {}
         for folder, dirs, names in os.walk(path):
@@ -285,9 +320,9 @@ def _pack(paths: list[Path], max_mb: float) -> tuple[dict[str, Any], int]:
                 full = os.path.join(folder, name)
                 if os.path.islink(full) or not os.path.isfile(full):
                     continue
-                files[os.path.relpath(full, path)] = add(Path(full).read_bytes())
+                files[os.path.relpath(full, path)] = add(Path(full).read_bytes(), full)
         bundle[str(path)] = ("dir", files)
-    return bundle, total
+    return {"digest": digest.hexdigest()[:24], "paths": bundle}, total
 
 
 # -- the workers ---------------------------------------------------------------------------------------
@@ -308,16 +343,18 @@ def _worker_loop() -> asyncio.AbstractEventLoop:
     return _LOOP
 
 
-def _unpack(bundle: dict[str, Any], key: str) -> dict[str, str]:
-    """Write a shipped bundle under this node's temp folder (once per bundle); the map of driver paths
-    to where they now are."""
-    base = Path(tempfile.gettempdir()) / "hippocamp-ray" / hashlib.sha256(key.encode()).hexdigest()[:16]
-    done = base / ".complete"
-    mapping: dict[str, str] = {}
-    fresh = not done.exists()
-    if fresh:
-        tmp = base.with_name(base.name + f".{uuid.uuid4().hex[:8]}")
-        for n, (path, (kind, data)) in enumerate(bundle.items()):
+#: unpacked bundles not used for this long are removed when another is unpacked
+KEEP_UNPACKED_S = 24 * 3600
+
+
+def _unpack(bundle: dict[str, Any]) -> dict[str, str]:
+    """Write a shipped bundle under this node's temp folder, once per content (a later command shipping
+    the same files reuses it); the map of driver paths to where they now are."""
+    home = Path(tempfile.gettempdir()) / "hippocamp-ray"
+    base = home / bundle["digest"]
+    if not (base / ".complete").exists():
+        tmp = home / f"{bundle['digest']}.{uuid.uuid4().hex[:8]}"
+        for n, (path, (kind, data)) in enumerate(bundle["paths"].items()):
             target = tmp / str(n) / Path(path).name
             if kind == "file":
                 target.parent.mkdir(parents=True, exist_ok=True)
@@ -333,9 +370,14 @@ def _unpack(bundle: dict[str, Any], key: str) -> dict[str, str]:
             tmp.rename(base)
         except OSError:  # another worker of this node unpacked it first
             shutil.rmtree(tmp, ignore_errors=True)
-    for n, path in enumerate(bundle):
-        mapping[path] = str(base / str(n) / Path(path).name)
-    return mapping
+        now = time.time()
+        for old in home.iterdir():
+            with contextlib.suppress(OSError):
+                if old != base and now - old.stat().st_mtime > KEEP_UNPACKED_S:
+                    shutil.rmtree(old, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        os.utime(base)  # in use
+    return {path: str(base / str(n) / Path(path).name) for n, path in enumerate(bundle["paths"])}
 
 
 def _job_for(box: list[Any]) -> Any:
@@ -348,7 +390,10 @@ def _job_for(box: list[Any]) -> Any:
         _install_gates()
         job = ray.get(job_ref)
         if bundle_ref is not None:
-            job = job.relocate(_unpack(ray.get(bundle_ref), key))
+            job = job.relocate(_unpack(ray.get(bundle_ref)))
+        prepare = getattr(job.fn, "prepare", None)
+        if prepare is not None:
+            prepare()  # e.g. open the stores now: a node that cannot is the command's error, not an item's
         _JOBS[key] = job
         while len(_JOBS) > _KEEP_JOBS:
             _, old = _JOBS.popitem(last=False)
@@ -424,24 +469,37 @@ def gate_for(model_id: str, limit: int, lease_s: float) -> Any:
     import ray
 
     if _GATE_CLASS is None:
-        _GATE_CLASS = ray.remote(num_cpus=0, max_concurrency=10_000, max_restarts=-1)(_Gate)
+        _GATE_CLASS = ray.remote(num_cpus=0, max_concurrency=10_000, max_restarts=-1, max_task_retries=-1)(_Gate)
     return _GATE_CLASS.options(
         name=gate_name(model_id, limit), namespace=NAMESPACE, get_if_exists=True, lifetime="detached"
     ).remote(limit, lease_s)
 
 
 class _Lease:
+    """One model call's lease of its gate. A call cancelled while it waits gives back the lease it is
+    granted later; the release is sent, not awaited (a cancelled call still sends it)."""
+
     def __init__(self, gate: Any) -> None:
         self.gate = gate
         self.token: str | None = None
 
     async def __aenter__(self) -> None:
-        self.token = await self.gate.acquire.remote()
+        ref = self.gate.acquire.remote()
+        try:
+            self.token = await ref
+        except asyncio.CancelledError:
+            asyncio.get_running_loop().create_task(self._give_back(ref))
+            raise
+
+    async def _give_back(self, ref: Any) -> None:
+        with contextlib.suppress(Exception):
+            self.gate.release.remote(await ref)
 
     async def __aexit__(self, *exc: object) -> None:
         if self.token is not None:
             with contextlib.suppress(Exception):
-                await self.gate.release.remote(self.token)
+                self.gate.release.remote(self.token)
+            self.token = None
 
 
 def _install_gates() -> None:

@@ -16,6 +16,7 @@ budget's wall clock (``budget.max_seconds`` plus ``timeout_slack``) is cancelled
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import time
 from collections import Counter
@@ -26,7 +27,7 @@ from typing import Any
 
 from hippocamp.agents.base import Answer, Budget, Task
 from hippocamp.agents.factory import agent_factory, agent_settings
-from hippocamp.executors import Executor, Job, LocalExecutor
+from hippocamp.executors import Executor, Job, LocalExecutor, Outcome
 from hippocamp.redact import redact, redact_text, remember, scrub
 from hippocamp.runs.episodes import Episode, EpisodeKey, EpisodeLog, read_episodes
 from hippocamp.runs.manifest import (
@@ -200,6 +201,12 @@ class _Episodes:
         answer = Answer(stop="timeout", error=f"cancelled by the executor after {seconds:g} s (its worker was killed)")
         return self.episode(task, epoch, answer, utc_now(), seconds, 0.0)
 
+    def prepare(self) -> None:
+        """On a worker, once: open every store now, so a node that cannot is the run's error (naming
+        the node and the path) rather than a failed episode."""
+        for store in [self.suite.store, *(p.store for p in getattr(self.suite, "parts", {}).values())]:
+            store.get_meta("schema_version")
+
     def close(self) -> None:
         """On a worker, when the job is dropped: its read-only stores."""
         self.suite.close()
@@ -245,6 +252,19 @@ class _Session:
     def work(self) -> _Episodes:
         return _Episodes(self.suite, self.agent, self.model, self.model_id, self.budget, self.timeout_slack,
                          self.secrets)  # fmt: skip
+
+    async def _record(self, outcome: Outcome[tuple[Task, int], Episode], log: EpisodeLog, had: int,
+                      planned: int) -> None:  # fmt: skip
+        """One outcome written (the one writer; fsync off the event loop), or listed as lost."""
+        if outcome.lost is not None or outcome.result is None:  # nothing written: the next run does it
+            task, epoch = outcome.item
+            self.lost.append(f"{task.id} (epoch {epoch}): {outcome.lost}")
+            return
+        record = outcome.result
+        await asyncio.to_thread(log.append, record)
+        self.finished.append(record)
+        if self.progress:
+            self.progress(record, had + len(self.finished), planned)
 
     def config(self, model_config: dict[str, Any]) -> dict[str, Any]:
         """The compared config, redacted exactly as the manifest is written (so a resume compares equal)."""
@@ -313,18 +333,12 @@ class _Session:
             self.progress(None, len(have), len(planned))
         executor = self.executor or LocalExecutor()
         try:
-            async for outcome in executor.map(self.work.job(), todo, self.concurrency):
-                if outcome.result is None:  # the cluster gave up on it: nothing written, the next run does it
-                    task, epoch = outcome.item
-                    self.lost.append(f"{task.id} (epoch {epoch}): {outcome.lost}")
-                    continue
-                record = outcome.result
-                await asyncio.to_thread(log.append, record)  # the one writer; fsync off the event loop
-                self.finished.append(record)
-                if self.progress:
-                    self.progress(record, len(have) + len(self.finished), len(planned))
+            async with contextlib.aclosing(executor.map(self.work.job(), todo, self.concurrency)) as outcomes:
+                async for outcome in outcomes:
+                    await self._record(outcome, log, len(have), len(planned))
         finally:
             log.close()
+
         wall = time.perf_counter() - began
         summary = _summarize(self.out, [*have.values(), *self.finished], len(planned), len(self.finished),
                              len(have), wall, resumed, [str(b) for b in found.bad], self.lost)  # fmt: skip

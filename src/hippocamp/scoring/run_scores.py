@@ -14,7 +14,9 @@ judge's model URL never reaches a file).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +39,8 @@ __all__ = [
     "score_run",
     "write_summary",
 ]
+
+logger = logging.getLogger("hippocamp.scoring")
 
 #: progress(done, total)
 ScoreProgress = Callable[[int, int], None]
@@ -114,17 +118,23 @@ async def score_episodes(
     finished = 0
     executor = executor or LocalExecutor()
     job: Job[Episode, ScoreLine] = Job("score", grade)
+    lost: list[str] = []
     try:
-        async for outcome in executor.map(job, todo, concurrency):
-            if outcome.result is None:
-                continue  # lost on the cluster: not scored, the next run grades it
-            await asyncio.to_thread(log.append, outcome.result.line())
-            finished += 1
-            if progress:
-                progress(finished, len(todo))
+        async with contextlib.aclosing(executor.map(job, todo, concurrency)) as outcomes:
+            async for outcome in outcomes:
+                if outcome.lost is not None or outcome.result is None:  # not scored: the next run grades it
+                    lost.append(f"{outcome.item.task_id} (epoch {outcome.item.epoch}): {outcome.lost}")
+                    continue
+                await asyncio.to_thread(log.append, outcome.result.line())
+                finished += 1
+                if progress:
+                    progress(finished, len(todo))
     finally:
         log.close()
-    return len(todo), skipped
+    if lost:
+        logger.warning("%s: %d episode(s) lost on the cluster, not scored (score again to grade them): %s",
+                       run.path, len(lost), lost[0])  # fmt: skip
+    return finished, skipped
 
 
 async def score_run(

@@ -13,7 +13,6 @@ run continues where it stopped.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import sqlite3
@@ -177,8 +176,15 @@ class Store:
         """Pickled as its path (a cluster's workers open it read-only): the write-ahead log is folded
         into the file first, so a reader that ignores it sees every committed file."""
         if not isinstance(self.db, _LazyReadOnly):
-            with contextlib.suppress(sqlite3.Error):
-                self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            try:
+                busy = self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+            except sqlite3.Error as exc:
+                raise StoreError(f"{self.path}: cannot fold its write-ahead log into the file ({exc})") from None
+            if busy:
+                raise StoreError(
+                    f"{self.path}: another process is writing this store; wait for it to finish before running "
+                    "on a cluster (its workers would not see the latest writes)"
+                )
         return (Store.reader, (str(self.path),))
 
     @classmethod

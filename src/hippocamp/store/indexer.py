@@ -11,6 +11,7 @@ goes on.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -499,6 +500,16 @@ class ReadJob:
     def __getstate__(self) -> dict[str, object]:
         return {**self.__dict__, "_pool": None}
 
+    def prepare(self) -> None:
+        """On a worker, once: a node that does not have the profile is the index's error."""
+        if not Path(self.root).is_dir():
+            import socket
+
+            raise FileNotFoundError(
+                f"{self.root}: no such folder on {socket.gethostname()}: put the profile on storage every machine "
+                "mounts at the same path, or ship it (--ship objects)"
+            )
+
     def close(self) -> None:
         if self._pool is not None:
             self._pool.close()
@@ -566,27 +577,28 @@ def _read_on_cluster(
     embedder = (options.embedder or default_embedder_name()) if options.embed and report.embedder else None
     reader = ReadJob(str(root.resolve()), options.perceive, options.limits, options.chunker, embedder,
                      options.embedder)  # fmt: skip
-    limit = sum(options.limits.seconds_for(size) for batch in batches for _, size in batch)
+    limit = max(sum(options.limits.seconds_for(size) for _, size in batch) for batch in batches)
     job = Job(
         name="read",
         fn=reader,
         # the wall stops each file in time; a batch still running long after (a stuck worker) is cancelled
-        timeout=min(limit, 6 * 3600.0) + 300.0,
+        timeout=limit + 300.0,
         paths=(root.resolve(),),
         relocate=lambda mapping: replace(job, fn=reader.relocated(mapping)),
     )
 
     async def consume() -> None:
         done = 0
-        async for outcome in executor.map(job, batches, concurrency=cpus * 2):
-            if outcome.result is None:  # the cluster gave up on the batch: nothing recorded, read next run
-                for rel, _ in outcome.item:
-                    report.notes.append((shown_name(rel), f"not read: {outcome.lost}"))
-                continue
-            for result, vectors in outcome.result:
-                entry = by_rel[result.path]
-                record(entry, _with_times_here(root, result), vectors, chunked=True)
-                done += 1
-                progress("read", done, total, shown_name(entry.rel))
+        async with contextlib.aclosing(executor.map(job, batches, concurrency=cpus * 2)) as outcomes:
+            async for outcome in outcomes:
+                if outcome.lost is not None or outcome.result is None:  # nothing recorded: read next run
+                    for rel, _ in outcome.item:
+                        report.notes.append((shown_name(rel), f"not read: {outcome.lost}"))
+                    continue
+                for result, vectors in outcome.result:
+                    entry = by_rel[result.path]
+                    record(entry, _with_times_here(root, result), vectors, chunked=True)
+                    done += 1
+                    progress("read", done, total, shown_name(entry.rel))
 
     run_coroutine(consume())

@@ -21,6 +21,7 @@ model wrote and what the templates did.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 from collections import Counter
@@ -613,14 +614,15 @@ async def _run_on(executor: Any, run: _Run, seeds: list[Seed]) -> None:
     job = Job("persona", _PersonaJob(run.cfg, run.model, run.verifier))
     items = [(seed, _persona_files(run.cfg.out / seed.id)) for seed in seeds]
     lost = []
-    async for outcome in executor.map(job, items, run.cfg.concurrency):
-        seed = outcome.item[0]
-        if outcome.result is None:
-            lost.append(f"{seed.id}: {outcome.lost}")
-            continue
-        _put_persona(run.cfg.out / seed.id, outcome.result)
-        if run.progress:
-            run.progress(seed.id)
+    async with contextlib.aclosing(executor.map(job, items, run.cfg.concurrency)) as outcomes:
+        async for outcome in outcomes:
+            seed = outcome.item[0]
+            if outcome.lost is not None or outcome.result is None:
+                lost.append(f"{seed.id}: {outcome.lost}")
+                continue
+            _put_persona(run.cfg.out / seed.id, outcome.result)
+            if run.progress:
+                run.progress(seed.id)
     if lost:
         raise PipelineError(f"the cluster gave up on {len(lost)} persona(s); run again to finish them: {lost[0]}")
 
