@@ -9,8 +9,9 @@ connected once and reused for all its work, then closed: ``local`` (`LocalExecut
 (``RayExecutor(address=None, num_cpus=1 or 2)``: ``ray.init(address="local")``, a Ray of this process's own;
 no ``ray stop``, no other cluster touched). Each measure is the median of ``--repeat`` runs:
 
-* ``noop``: ``Job("noop", abs)`` over 500 ints, one at a time (round trip) and 64 in flight (pipelined):
-  seconds per item; the driver's own CPU per item (``getrusage``: the driver process, Ray's threads included).
+* ``noop``: ``Job("noop", abs)`` over 500 ints, one at a time (round trip) and with 64 asked in flight (pipelined;
+  Ray caps the items in flight at its CPUs, one CPU per task): seconds per item; the driver's own CPU per item
+  (``getrusage``: the driver process, Ray's threads included).
 * ``index``: ``index_profile`` of the generated profile (``professional``, seed 7) into a fresh store, no
   OCR or speech, with embeddings when the embedder is installed; local with ``IndexOptions(workers=2)``.
   The first Ray store of each configuration is compared with the local one (``store_differences``).
@@ -22,16 +23,19 @@ no ``ray stop``, no other cluster touched). Each measure is the median of ``--re
 * ``personas``: ``run_set(SetConfig(n=6, seed=11, facts=40))`` (template engine); every file compared byte
   for byte with the local set.
 * ``writer``: lines/s that ``DurableLog.append`` (one write, flush, fsync) sustains for the run's episode
-  lines and for score lines, and ``EpisodeLog.append`` (serialising the `Episode` too): the driver's ceiling.
+  lines (``--writer-lines`` each time) and for score lines, and ``EpisodeLog.append`` (serialising the
+  `Episode` too); and the score summary's answer metrics, computed on the driver: the driver's ceiling.
 
 Then the scaling note: per-item overhead against per-item work, and ``min(N * C / t_episode, 1 / s_driver)``
-episodes/s for N machines of C CPUs, from the figures measured here (one machine only).
+episodes/s for N machines of C CPUs (beside the cap of a model's cluster-wide gate, ``max_concurrency`` 8 by
+default), from the figures measured here (one machine only).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import math
 import os
@@ -70,7 +74,8 @@ def _measure(fn: Callable[[int], Any], repeat: int) -> dict[str, Any]:
 
 
 async def _drain(executor: Any, job: Any, items: list[Any], concurrency: int) -> int:
-    return sum([1 async for _ in executor.map(job, items, concurrency)])
+    async with contextlib.aclosing(executor.map(job, items, concurrency)) as outcomes:
+        return sum([1 async for _ in outcomes])
 
 
 def _files(folder: Path) -> dict[str, bytes]:
@@ -133,7 +138,8 @@ class Bench:
                 return asyncio.run(_drain(executor, job, list(range(NOOP_ITEMS)), concurrency))
 
             m = _measure(once, self.args.repeat)
-            out[label] = {"concurrency": concurrency, "per_item": m["seconds"] / NOOP_ITEMS,
+            in_flight = getattr(executor, "stats", {}).get("in_flight", concurrency)
+            out[label] = {"concurrency": concurrency, "in_flight": in_flight, "per_item": m["seconds"] / NOOP_ITEMS,
                           "driver_cpu_per_item": m["driver_cpu"] / NOOP_ITEMS, "all": m["all"]}  # fmt: skip
         return out
 
@@ -237,6 +243,8 @@ class Bench:
             for stage in ("noop", "index", "run", "score", "personas"):
                 t = time.perf_counter()
                 res[stage] = self.noop(executor) if stage == "noop" else getattr(self, stage)(name, executor)
+                if stage != "noop":
+                    res[stage]["in_flight"] = getattr(executor, "stats", {}).get("in_flight")
                 print(f"  {name} {stage}: {time.perf_counter() - t:.1f} s", flush=True)
         finally:
             executor.close()
@@ -373,8 +381,9 @@ def report(results: dict[str, Any]) -> None:
     for label in ("round trip", "pipelined"):
         v = [results[c]["noop"][label]["per_item"] for c in CONFIGS]
         conc = results["local"]["noop"][label]["concurrency"]
-        print(f"| noop, {NOOP_ITEMS} items, {conc} in flight (ms/item) | {v[0] * 1e3:.3f} | {v[1] * 1e3:.2f} | "
-              f"{v[2] * 1e3:.2f} | {_ratio(v[1], v[0])} | {_ratio(v[2], v[0])} |")  # fmt: skip
+        ray = "/".join(str(results[c]["noop"][label]["in_flight"]) for c in ("ray1", "ray2"))
+        print(f"| noop, {NOOP_ITEMS} items, {conc} asked in flight (Ray: {ray}) (ms/item) | {v[0] * 1e3:.3f} | "
+              f"{v[1] * 1e3:.2f} | {v[2] * 1e3:.2f} | {_ratio(v[1], v[0])} | {_ratio(v[2], v[0])} |")  # fmt: skip
     rows = (("index", f"index {s['files']} files (s)"), ("run", f"run {s['episodes']} episodes (s)"),
             ("score", f"score {s['episodes']} episodes (s)"), ("personas", f"{PERSONAS} personas (s)"))  # fmt: skip
     for key, label in rows:

@@ -261,16 +261,22 @@ def _run(indexed: tuple[str, Path], out: Path, executor: Any, **kw: Any) -> Any:
         suite.close()
 
 
-def _episode_workers() -> list[int]:
-    """Ray worker processes running an episode right now (their title is the task's name)."""
+def _episode_workers(address: str) -> list[int]:
+    """Worker processes of the cluster at ``address`` running an episode right now: their title is the
+    task's name, and their parent is a raylet of that cluster (not of another Ray on this machine)."""
+    port = address.rsplit(":", 1)[-1]
     found = []
     for pid in os.listdir("/proc"):
         if pid.isdigit():
             try:
-                if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"ray::hippocamp:episode"):
-                    found.append(int(pid))
-            except OSError:
+                if not Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"ray::hippocamp:episode"):
+                    continue
+                parent = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
+                raylet = Path(f"/proc/{parent}/cmdline").read_bytes().split(b"\0")
+            except (OSError, IndexError):
                 continue
+            if any(arg.startswith(b"--gcs-address=") and arg.endswith(f":{port}".encode()) for arg in raylet):
+                found.append(int(pid))
     return found
 
 
@@ -314,8 +320,9 @@ def test_ray_index_equals_local(ray_executor: Any, synth_small: Path, tmp_path: 
 
 
 @pytest.mark.slow
-def test_ray_run_survives_a_killed_worker_and_equals_local(ray_executor: Any, indexed: tuple[str, Path],
-                                                           tmp_path: Path) -> None:  # fmt: skip
+def test_ray_run_survives_a_killed_worker_and_equals_local(
+    ray_executor: Any, ray_address: str, indexed: tuple[str, Path], tmp_path: Path
+) -> None:
     local = _run(indexed, tmp_path / "local", None, limit=10, epochs=5)
     assert local.done == 50
     out = tmp_path / "ray"
@@ -325,7 +332,7 @@ def test_ray_run_survives_a_killed_worker_and_equals_local(ray_executor: Any, in
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and not killed:
             if _lines(out / "episodes.jsonl") >= 10:
-                for pid in _episode_workers():
+                for pid in _episode_workers(ray_address):
                     os.kill(pid, signal.SIGKILL)
                     killed.append(pid)
                     break

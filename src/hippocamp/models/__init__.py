@@ -31,6 +31,7 @@ __all__ = [
     "ToolCall",
     "TransientModelError",
     "Usage",
+    "cpus_per_call",
     "get_model",
     "parse_model_string",
     "run_sync",
@@ -60,3 +61,24 @@ def get_model(spec: str, settings: ModelSettings | None = None, **options: Any) 
     model = Model(backend, provider=provider, name=name, settings=settings)
     model.recipe = (spec, dict(options))
     return model
+
+
+def cpus_per_call(value: Any) -> float:
+    """CPUs a cluster reserves for work that calls the models held by ``value`` (a `Model`, a judge, a
+    panel: models are looked for in its attributes): a whole one when one of them is embedded (each
+    worker runs its own copy), a quarter when all sit behind servers (the work mostly waits on them, so
+    four overlap per CPU, as they do under asyncio in one process)."""
+    seen: set[int] = set()
+
+    def embedded(obj: Any, depth: int) -> bool:
+        if obj is None or depth > 4 or id(obj) in seen:
+            return False
+        seen.add(id(obj))
+        if isinstance(obj, Model):
+            return obj.provider == "local"
+        if isinstance(obj, list | tuple):
+            return any(embedded(o, depth + 1) for o in obj)
+        attrs = getattr(obj, "__dict__", None)
+        return isinstance(attrs, dict) and any(embedded(o, depth + 1) for o in attrs.values())
+
+    return 1.0 if embedded(value, 0) else 0.25

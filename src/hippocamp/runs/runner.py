@@ -28,6 +28,7 @@ from typing import Any
 from hippocamp.agents.base import Answer, Budget, Task
 from hippocamp.agents.factory import agent_factory, agent_settings
 from hippocamp.executors import Executor, Job, LocalExecutor, Outcome
+from hippocamp.models import cpus_per_call
 from hippocamp.redact import redact, redact_text, remember, scrub
 from hippocamp.runs.episodes import Episode, EpisodeKey, EpisodeLog, read_episodes
 from hippocamp.runs.manifest import (
@@ -219,6 +220,7 @@ class _Episodes:
         return Job(
             name="episode",
             fn=self,
+            cpus=cpus_per_call(self.model),
             # a cluster kills a worker still on an episode a minute past the runner's own limit
             timeout=None if timeout is None else timeout + 60.0,
             on_timeout=self.killed,

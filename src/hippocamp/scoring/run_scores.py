@@ -62,6 +62,8 @@ class ScoreOptions:
     convention: str = "hippocamp"
     #: where judgments run (None: this process; `hippocamp.executors`)
     executor: Any = field(default=None, compare=False)
+    #: CPUs a cluster reserves per judgment (`hippocamp.models.cpus_per_call`)
+    cpus: float = 1.0
 
 
 @dataclass
@@ -98,6 +100,7 @@ async def score_episodes(
     concurrency: int = 4,
     progress: ScoreProgress | None = None,
     executor: Executor | None = None,
+    cpus: float = 1.0,
 ) -> tuple[int, int]:
     """Grade every episode not yet scored ``ok`` by (``judge``, ``mode``) and append its line; returns
     (graded now, already scored). Lines of other judges and modes are kept as they are; an earlier
@@ -105,8 +108,8 @@ async def score_episodes(
 
     ``grade`` runs where ``executor`` says (this process by default); on a cluster it is pickled with
     what it holds (the gold, the judge: its models travel as their model strings), and this process
-    stays the one writer of ``scores.jsonl``. An episode the cluster gave up on is left unscored, for
-    the next run."""
+    stays the one writer of ``scores.jsonl``, and ``cpus`` is what the cluster reserves per judgment.
+    An episode the cluster gave up on is left unscored, for the next run."""
     found = run.scores()
     done = {s.key for s in found.items if s.status == "ok"}
     keep = [s for s in found.items if s.key in done or (s.judge, s.mode) != (judge, mode)]
@@ -117,7 +120,7 @@ async def score_episodes(
     log.open([*found.kept_bad_lines(), *(s.line() for s in keep)], rewrite=rewrite)
     finished = 0
     executor = executor or LocalExecutor()
-    job: Job[Episode, ScoreLine] = Job("score", grade)
+    job: Job[Episode, ScoreLine] = Job("score", grade, cpus=cpus)
     lost: list[str] = []
     try:
         async with contextlib.aclosing(executor.map(job, todo, concurrency)) as outcomes:
@@ -156,6 +159,9 @@ async def score_run(
         run = RunDir.open(run_dir)
     except RunDirError as exc:
         raise ValueError(str(exc)) from None
-    options = ScoreOptions(concurrency, slack, iou, retrieval_k, retrieval_mode, convention, executor)
+    from hippocamp.models import cpus_per_call
+
+    options = ScoreOptions(concurrency, slack, iou, retrieval_k, retrieval_mode, convention, executor,
+                           cpus_per_call(judge))  # fmt: skip
     report: ScoreReport = await run.benchmark.score(run, judge, options, progress)
     return report

@@ -70,6 +70,7 @@ class HippoCampBenchmark:
             concurrency=options.concurrency,
             progress=progress,
             executor=options.executor,
+            cpus=options.cpus,
         )
         lines = [s for s in run.score_lines(judge_id, mode) if isinstance(s, HippoCampScoreLine)]
         summary = summarize_scores(lines, gold, options.convention)

@@ -123,6 +123,7 @@ class PContextBenchmark:
             concurrency=options.concurrency,
             progress=progress,
             executor=options.executor,
+            cpus=options.cpus,
         )
         lines = [s for s in run.score_lines(judge_id, MODE) if isinstance(s, PContextScoreLine)]
         summary = summarize(grades_of(lines), gold.persona_of)
