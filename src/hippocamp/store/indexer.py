@@ -525,15 +525,19 @@ class ReadJob:
             self._pool = ReaderPool(Path(self.root), self.perceive, self.limits, 1)
         chunker = parse_chunker(self.chunker)
         chunk_embedder = get_embedder(self.chunk_embedder) if chunker.needs_embedder else None
+        results = [_chunked(result, chunker, chunk_embedder) for result in self._pool.read([batch])]
+        if self.embedder is None:
+            return [(result, None) for result in results]
+        # the whole batch's segments in one call (the embedder groups texts by length; a text's vector does
+        # not depend on the others it is embedded with)
+        texts = [segment.text for result in results for segment in result.segments]
+        matrix = np.asarray(get_embedder(self.embedder).embed(texts, side="passage"), dtype=np.float32)
         out: list[tuple[FileResult, list[bytes] | None]] = []
-        for result in self._pool.read([batch]):
-            result = _chunked(result, chunker, chunk_embedder)
-            vectors = None
-            if self.embedder is not None and result.segments:
-                texts = [segment.text for segment in result.segments]
-                matrix = np.asarray(get_embedder(self.embedder).embed(texts, side="passage"), dtype=np.float32)
-                vectors = [row.tobytes() for row in matrix]
-            out.append((result, vectors))
+        start = 0
+        for result in results:
+            rows = matrix[start : start + len(result.segments)]
+            start += len(result.segments)
+            out.append((result, [row.tobytes() for row in rows] if result.segments else None))
         return out
 
 
