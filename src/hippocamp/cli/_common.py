@@ -260,10 +260,13 @@ def executor_options(fn: Any) -> Any:
 
 
 def open_executor_or_fail(spec: str, ship: str) -> Any:
-    """The executor of ``--executor``/``--ship`` (connected), or exit 2 with why; close it when done."""
+    """The executor of ``--executor``/``--ship`` (connected), or exit 2 with why; it is closed when the
+    command ends, however it ends (a Ray started for the command stops with it)."""
     from hippocamp.executors import ExecutorError, open_executor
 
     try:
-        return open_executor(spec, ship=ship)
+        executor = open_executor(spec, ship=ship)
     except ExecutorError as exc:
         fail(str(exc))
+    click.get_current_context().call_on_close(executor.close)
+    return executor

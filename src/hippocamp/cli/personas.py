@@ -121,8 +121,6 @@ def personas(
                     executor=executor)  # fmt: skip
     except (PipelineError, SeedError) as exc:
         fail(str(exc))
-    finally:
-        executor.close()
     click.echo(
         f"wrote {s.personas} personas to {out} in {time.perf_counter() - started:.1f} s: {s.facts} facts, "
         f"{s.fragments} fragments ({s.fragments_by_app['messenger']} messenger, {s.fragments_by_app['calendar']} "

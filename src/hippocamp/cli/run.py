@@ -143,24 +143,13 @@ def run_cmd(
     --executor ray... episodes run on a cluster's workers (a worker lost mid-episode runs it again
     elsewhere); this process writes episodes.jsonl.
     """
-    executor = open_executor_or_fail(executor_spec, ship)
-    try:
-        _run_with(executor, suite_spec, agent, model_spec, epochs, concurrency, limit, per_type, max_steps,
-                  max_tokens, max_seconds, out, store_path, no_ocr, no_asr, no_embed, terminal, as_json)  # fmt: skip
-    finally:
-        executor.close()
-
-
-def _run_with(executor: Any, suite_spec: str, agent: str, model_spec: str, epochs: int, concurrency: int,
-              limit: int | None, per_type: int | None, max_steps: int, max_tokens: int, max_seconds: float,
-              out: Path, store_path: Path | None, no_ocr: bool, no_asr: bool, no_embed: bool, terminal: str,
-              as_json: bool) -> None:  # fmt: skip
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from hippocamp.executors import ExecutorError
     from hippocamp.models import ModelError, ModelNotAvailableError
     from hippocamp.runs import EpisodeLogError, ManifestError, run
 
+    executor = open_executor_or_fail(executor_spec, ship)
     suite = _load(suite_spec, store_path, no_ocr, no_asr, no_embed, quiet=as_json, terminal=terminal,
                   executor=executor)  # fmt: skip
     out_console = console(stderr=as_json)

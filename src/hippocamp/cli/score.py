@@ -167,8 +167,6 @@ def score(run_dir: Path | None, judge: str | None, mode: str, panel: str | None,
             )
         except (FileNotFoundError, ValueError, JsonlError, ExecutorError, TypeError) as exc:
             fail(str(exc))
-        finally:
-            executor.close()
     s = report.summary
     if as_json:
         click.echo(json.dumps(s, indent=2, ensure_ascii=False))

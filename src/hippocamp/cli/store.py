@@ -164,8 +164,6 @@ def index(
         except KeyboardInterrupt:
             out.print("[yellow]interrupted: what was read is saved; run again to continue[/]")
             sys.exit(130)
-        finally:
-            executor.close()
     counts = store.counts()
     if as_json:
         payload = report.__dict__ | {"store": str(store.path), "root": str(root), "counts": counts}

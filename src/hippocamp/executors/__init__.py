@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -38,6 +38,7 @@ __all__ = [
     "open_executor",
     "parse_executor",
     "run_coroutine",
+    "stream",
 ]
 
 I = TypeVar("I")  # noqa: E741
@@ -108,46 +109,58 @@ async def _call(fn: Callable[[Any], Any], item: Any) -> Any:
     return value
 
 
+async def stream(
+    items: Sequence[I], outcome_of: Callable[[I], Awaitable[Outcome[I, R]]], concurrency: int
+) -> AsyncGenerator[Outcome[I, R], None]:
+    """The outcome of every item in the order they finish, at most ``concurrency`` worked out at once
+    (each by ``outcome_of``, an asyncio task). An exception raised working one out is raised here, and
+    leaving early (an exception, ``aclose``) cancels the items still running: every executor's ``map``."""
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+    queue: asyncio.Queue[tuple[Outcome[I, R] | None, BaseException | None]] = asyncio.Queue()
+    slots = asyncio.Semaphore(concurrency)
+
+    async def one(item: I) -> None:
+        try:
+            async with slots:
+                out = await outcome_of(item)
+        except asyncio.CancelledError as exc:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise  # we are being cancelled (the consumer stopped): nothing to hand over
+            queue.put_nowait((None, exc))  # the work itself raised it: the consumer raises it
+            return
+        except BaseException as exc:  # handed to the consumer, which raises it
+            queue.put_nowait((None, exc))
+            return
+        queue.put_nowait((out, None))
+
+    tasks = [asyncio.create_task(one(item)) for item in items]
+    try:
+        for _ in range(len(tasks)):
+            out, error = await queue.get()
+            if error is not None:
+                raise error
+            assert out is not None
+            yield out
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
 @dataclass
 class LocalExecutor:
     """Items run in this process: asyncio tasks, at most ``concurrency`` at once (today's behaviour)."""
 
     name: str = "local"
     remote: bool = False
-    stats: dict[str, Any] = field(default_factory=dict)
 
-    async def map(self, job: Job[I, R], items: Sequence[I], concurrency: int) -> AsyncGenerator[Outcome[I, R], None]:
-        if concurrency < 1:
-            raise ValueError(f"concurrency must be at least 1, got {concurrency}")
-        queue: asyncio.Queue[tuple[I, Any, BaseException | None]] = asyncio.Queue()
-        slots = asyncio.Semaphore(concurrency)
+    def map(self, job: Job[I, R], items: Sequence[I], concurrency: int) -> AsyncGenerator[Outcome[I, R], None]:
+        async def outcome_of(item: I) -> Outcome[I, R]:
+            return Outcome(item, await _call(job.fn, item))
 
-        async def one(item: I) -> None:
-            try:
-                async with slots:
-                    result = await _call(job.fn, item)
-            except asyncio.CancelledError as exc:
-                current = asyncio.current_task()
-                if current is not None and current.cancelling():
-                    raise  # we are being cancelled (the consumer stopped): nothing to hand over
-                queue.put_nowait((item, None, exc))  # the job itself raised it: the consumer raises it
-                return
-            except BaseException as exc:  # handed to the consumer, which raises it
-                queue.put_nowait((item, None, exc))
-                return
-            queue.put_nowait((item, result, None))
-
-        tasks = [asyncio.create_task(one(item)) for item in items]
-        try:
-            for _ in range(len(tasks)):
-                item, result, error = await queue.get()
-                if error is not None:
-                    raise error
-                yield Outcome(item, result)
-        finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+        return stream(items, outcome_of, concurrency)
 
     def describe(self) -> dict[str, Any]:
         return {"executor": "local"}

@@ -37,7 +37,7 @@ from collections.abc import AsyncGenerator, Sequence
 from pathlib import Path
 from typing import Any
 
-from hippocamp.executors import ExecutorError, Job, Outcome, _call
+from hippocamp.executors import ExecutorError, Job, Outcome, _call, stream
 
 __all__ = ["RayExecutor"]
 
@@ -190,8 +190,6 @@ class RayExecutor:
         ray = self._ray
         from ray.exceptions import RayError, RayTaskError
 
-        if concurrency < 1:
-            raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         self.stats = {"job": job.name, "items": len(items), "lost": 0, "timeouts": 0}
         self._check_versions()
         job_ref = ray.put(job)  # first: pickling a store folds its write-ahead log into the file
@@ -202,63 +200,39 @@ class RayExecutor:
         # no more in flight than the cluster can start at once: an item's hard limit is counted from its
         # submission, so it must not wait in Ray's queue
         cpus = sum(n["Resources"].get("CPU", 0) for n in self.nodes())
-        if job.cpus > 0:
+        if job.cpus > 0 and concurrency >= 1:
             concurrency = max(1, min(concurrency, int(cpus // job.cpus) or 1))
         self.stats["in_flight"] = concurrency
-        queue: asyncio.Queue[tuple[Outcome[Any, Any] | None, BaseException | None]] = asyncio.Queue()
-        slots = asyncio.Semaphore(concurrency)
-        submitted: list[Any] = []
 
         async def wait(ref: Any) -> Any:
             return await ref
 
-        async def one(item: Any) -> None:
+        async def outcome_of(item: Any) -> Outcome[Any, Any]:
+            ref = remote.remote(box, item)
             try:
-                async with slots:
-                    ref = remote.remote(box, item)
-                    submitted.append(ref)
-                    try:
-                        if job.timeout is None:
-                            result = await wait(ref)
-                        else:
-                            result = await asyncio.wait_for(wait(ref), job.timeout)
-                        out = Outcome(item, result)
-                    except TimeoutError:
-                        ray.cancel(ref, force=True)
-                        self.stats["timeouts"] += 1
-                        if job.on_timeout is not None:
-                            out = Outcome(item, job.on_timeout(item, job.timeout or 0.0))
-                        else:
-                            out = Outcome(item, lost=f"still running after {job.timeout:g} s: cancelled")
-                    except RayTaskError as exc:  # the job itself raised: the command's error, as it is
-                        queue.put_nowait((None, exc.as_instanceof_cause()))
-                        return
-                    except RayError as exc:  # its worker or node died more often than the retries allow
-                        self.stats["lost"] += 1
-                        out = Outcome(item, lost=f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
+                result = await (wait(ref) if job.timeout is None else asyncio.wait_for(wait(ref), job.timeout))
+            except TimeoutError:
+                ray.cancel(ref, force=True)
+                self.stats["timeouts"] += 1
+                if job.on_timeout is not None:
+                    return Outcome(item, job.on_timeout(item, job.timeout or 0.0))
+                return Outcome(item, lost=f"still running after {job.timeout:g} s: cancelled")
             except asyncio.CancelledError:
+                ray.cancel(ref, force=True)  # the consumer stopped: so does the task
                 raise
-            except BaseException as exc:  # an item that cannot be sent, a lost connection: the consumer raises
-                queue.put_nowait((None, exc))
-                return
-            queue.put_nowait((out, None))
+            except RayTaskError as exc:  # the job itself raised: the command's error, as it is
+                raise exc.as_instanceof_cause() from None
+            except RayError as exc:  # its worker or node died more often than the retries allow
+                self.stats["lost"] += 1
+                return Outcome(item, lost=f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
+            return Outcome(item, result)
 
         started = time.perf_counter()
-        tasks = [asyncio.create_task(one(item)) for item in items]
         try:
-            for _ in range(len(tasks)):
-                out, error = await queue.get()
-                if error is not None:
-                    raise error
-                assert out is not None
-                yield out
+            async with contextlib.aclosing(stream(items, outcome_of, concurrency)) as outcomes:
+                async for out in outcomes:
+                    yield out
         finally:
-            for task in tasks:
-                task.cancel()
-            for ref in submitted:
-                with contextlib.suppress(Exception):
-                    ray.cancel(ref, force=True)  # a finished task's cancel does nothing
-            await asyncio.gather(*tasks, return_exceptions=True)
             self.stats["seconds"] = round(time.perf_counter() - started, 3)
 
 

@@ -393,6 +393,24 @@ def _skipped(entry: Entry) -> FileResult:
     return FileResult(entry.rel, None, modality_of(entry.rel) or "other", "skipped", reason=entry.skip_reason)
 
 
+def _read_unshippable_here(
+    root: Path,
+    entries: list[Entry],
+    options: IndexOptions,
+    record: Callable[..., None],
+    progress: Progress,
+) -> list[Entry]:
+    """Files whose reader was registered at run time in this process (it cannot be sent to a worker
+    process or a cluster) are read here, without the wall; returns the others."""
+    _, local = shippable_readers()
+    here = [e for e in entries if (r := reader_for(extension(e.rel))) is not None and r.name in local] if local else []
+    if not here:
+        return entries
+    _read_all(root, here, replace(options, isolate=False), record, progress)
+    done_here = set(here)
+    return [e for e in entries if e not in done_here]
+
+
 def _read_all(
     root: Path,
     entries: list[Entry],
@@ -409,14 +427,8 @@ def _read_all(
             record(entry, perceive_file(root, entry.rel, options.perceive))
         progress("read", total, total, None)
         return
-    _, local = shippable_readers()
-    if local:  # readers registered at run time that cannot be sent to a worker: read here, no wall
-        here = [e for e in entries if (r := reader_for(extension(e.rel))) is not None and r.name in local]
-        if here:
-            _read_all(root, here, replace(options, isolate=False), record, progress)
-            done_here = set(here)
-            entries = [e for e in entries if e not in done_here]
-            total = len(entries)
+    entries = _read_unshippable_here(root, entries, options, record, progress)
+    total = len(entries)
     by_rel = {entry.rel: entry for entry in entries}
     tasks = [[(entry.rel, entry.size) for entry in chunk] for chunk in _chunks(entries, options.workers)]
     with ReaderPool(root, options.perceive, options.limits, min(options.workers, len(tasks))) as pool:
@@ -436,10 +448,7 @@ def embed_missing(store: Store, name: str | None, progress: Progress, batch: int
     if known is not None and store.get_meta("embedder") == known and counts["segments"] == counts["vectors"]:
         return known, 0  # nothing to embed: the model is not even loaded
     embedder = get_embedder(name)
-    if store.get_meta("embedder") != embedder.id:
-        store.clear_vectors()
-        store.set_meta("embedder", embedder.id)
-        store.set_meta("embedder_name", name)
+    _use_embedder(store, embedder.id, name)
     total = store.counts()["segments"] - store.counts()["vectors"]
     done = 0
     while True:
@@ -472,13 +481,17 @@ def _prepare_vectors(store: Store, name: str | None) -> str | None:
 
     name = name or default_embedder_name()
     known = _embedder_id(name)
-    if known is None:
-        return None
-    if store.get_meta("embedder") != known:
-        store.clear_vectors()
-        store.set_meta("embedder", known)
-        store.set_meta("embedder_name", name)
+    if known is not None:
+        _use_embedder(store, known, name)
     return known
+
+
+def _use_embedder(store: Store, embedder_id: str, name: str) -> None:
+    """Record the store's embedder; vectors made by another one are dropped (they would not compare)."""
+    if store.get_meta("embedder") != embedder_id:
+        store.clear_vectors()
+        store.set_meta("embedder", embedder_id)
+        store.set_meta("embedder_name", name)
 
 
 @dataclass
@@ -566,12 +579,7 @@ def _read_on_cluster(
     from hippocamp.executors import Job, run_coroutine
     from hippocamp.models.embedding import default_embedder_name
 
-    _, local = shippable_readers()
-    if local:  # readers registered at run time here: they cannot be sent, read here (no wall)
-        here = [e for e in entries if (r := reader_for(extension(e.rel))) is not None and r.name in local]
-        _read_all(root, here, replace(options, isolate=False), record, progress)
-        done_here = set(here)
-        entries = [e for e in entries if e not in done_here]
+    entries = _read_unshippable_here(root, entries, options, record, progress)
     total = len(entries)
     if total == 0:
         return

@@ -586,7 +586,7 @@ class _PersonaJob:
             run = _Run(replace(self.cfg, out=base), model=self.model, verifier=self.verifier,
                        ledger=StageLedger(self.cfg.give_up))  # fmt: skip
             await _persona(run, seed)
-            return {p.name: p.read_bytes() for p in sorted(d.iterdir()) if p.is_file()}
+            return _persona_files(d)
         finally:
             shutil.rmtree(base, ignore_errors=True)
 
