@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from conftest import require
+from conftest import free_port, require
 from hippocamp.executors import ExecutorError, Job, LocalExecutor, open_executor, parse_executor
 
 
@@ -450,6 +450,23 @@ def test_ray_run_with_the_profile_shipped_as_objects(ray_executor: Any, indexed:
 async def _drain(executor: Any, job: Job[Any, Any]) -> None:
     async for _ in executor.map(job, [1], 1):
         pass
+
+
+def test_an_address_where_no_cluster_answers_is_a_clear_error_at_once(tmp_path: Path) -> None:
+    try:
+        import ray  # noqa: F401
+    except ImportError as exc:
+        require(f"needs the ray extra: {exc}")
+    from hippocamp.cli import main
+
+    started = time.monotonic()
+    for spec in (f"ray:127.0.0.1:{free_port()}", f"ray://127.0.0.1:{free_port()}"):
+        with pytest.raises(ExecutorError, match=r"nothing answers at 127\.0\.0\.1"):
+            open_executor(spec)
+    result = CliRunner().invoke(main, ["synth", "personas", "--n", "1", "--out", str(tmp_path / "o"),
+                                       "--executor", f"ray:127.0.0.1:{free_port()}"])  # fmt: skip
+    assert result.exit_code == 2 and "cannot reach the Ray cluster" in result.output
+    assert time.monotonic() - started < 60
 
 
 @pytest.mark.slow

@@ -75,6 +75,8 @@ class RayExecutor:
         import ray
 
         self._ray = ray
+        if self.address is not None:
+            self._check_reachable()
         if ray.is_initialized():  # a caller (a test, a notebook) already connected this process
             return
         quiet = {"logging_level": logging.WARNING, "log_to_driver": False, "namespace": NAMESPACE}
@@ -87,6 +89,30 @@ class RayExecutor:
             where = "start a local Ray" if self.address is None else f"reach the Ray cluster at {self.address}"
             raise ExecutorError(f"cannot {where}: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}") from None
         self._owned = True
+
+    def _check_reachable(self, seconds: float = 10.0) -> None:
+        """Something answers at the cluster's address (``ray.init`` waits for minutes on end for a head
+        that is not there)."""
+        import socket
+
+        target: str | None = self.address
+        if target == "auto":
+            try:
+                from ray._private.services import canonicalize_bootstrap_address
+
+                target = canonicalize_bootstrap_address("auto")
+            except Exception:  # no cluster recorded on this machine: ray.init says so at once
+                return
+        host, _, port = (target or "").removeprefix("ray://").rpartition(":")
+        if not port.isdigit():
+            return
+        try:
+            socket.create_connection((host or "127.0.0.1", int(port)), timeout=seconds).close()
+        except OSError as exc:
+            raise ExecutorError(
+                f"cannot reach the Ray cluster at {self.address}: nothing answers at {host}:{port} "
+                f"({exc.strerror or type(exc).__name__}); is its head running (ray start --head)?"
+            ) from None
 
     def close(self) -> None:
         if self._owned and self._ray is not None and self._ray.is_initialized():
